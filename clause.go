@@ -1,0 +1,138 @@
+package slotted
+
+import (
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
+)
+
+// statements are the plugin's hot statements, rendered once per *gorm.DB by
+// gorm itself (so each dialect's own clause builders decide the syntax) with
+// '?' placeholders. At run time they go through db.Exec / db.Raw, so the
+// user's logger, tracing, dbresolver and TranslateError see them, and gorm's
+// prepared-statement cache keeps one server-side statement per connection.
+//
+// MySQL/MariaDB (no VALUES() function, no row alias: runs unchanged on MySQL 8.0.20+, MariaDB, Vitess, TiDB):
+//
+//	INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (?,?,?,?)
+//	ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + ?
+//
+// PostgreSQL and SQLite:
+//
+//	INSERT INTO "slotted_counters" ("record_type","record_id","slot","count") VALUES (?,?,?,?)
+//	ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + ?
+type statements struct {
+	upsert     string
+	upsertArgs []arg // which value goes to each placeholder, in order
+	sum        string
+	sumArgs    []arg
+}
+
+// arg marks a placeholder while rendering; render records where each one landed.
+type arg int
+
+const (
+	argRecordType arg = iota
+	argRecordID
+	argSlot
+	argDelta
+)
+
+// Marker values: the rendered statement's Vars are matched back to these.
+const (
+	markType  = Key("\x00slotted:type")
+	markID    = Key("\x00slotted:id")
+	markSlot  = int32(-1 << 30)
+	markDelta = int64(-1 << 40)
+)
+
+// args puts the call's values in placeholder order.
+func args(order []arg, recordType, recordID string, slot int, delta int64) []any {
+	out := make([]any, len(order))
+	for i, a := range order {
+		switch a {
+		case argRecordType:
+			out[i] = recordType
+		case argRecordID:
+			out[i] = recordID
+		case argSlot:
+			out[i] = slot
+		case argDelta:
+			out[i] = delta
+		}
+	}
+	return out
+}
+
+// questionMarks wraps the dialect so rendered statements keep '?' placeholders:
+// db.Exec and db.Raw turn them into the dialect's own ($1, @p1, ...) per call.
+type questionMarks struct{ gorm.Dialector }
+
+func (questionMarks) BindVarTo(w clause.Writer, _ *gorm.Statement, _ any) { _ = w.WriteByte('?') }
+
+func render(db *gorm.DB, table string) (statements, error) {
+	var s statements
+	dry := func() *gorm.DB {
+		tx := db.Session(&gorm.Session{NewDB: true, DryRun: true, SkipDefaultTransaction: true, SkipHooks: true, Logger: logger.Discard})
+		tx.Config.Dialector = questionMarks{db.Dialector}
+		return tx.Table(table)
+	}
+
+	up := dry().Clauses(upsertClause()).Create(&SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta})
+	if up.Error != nil {
+		return s, fmt.Errorf("slotted: rendering upsert: %w", up.Error)
+	}
+	var total int64
+	sum := dry().Select("COALESCE(SUM(?), 0)", clause.Column{Name: "count"}).
+		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: markType}).
+		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: markID}).
+		Find(&total)
+	if sum.Error != nil {
+		return s, fmt.Errorf("slotted: rendering sum: %w", sum.Error)
+	}
+	var err error
+	s.upsert = up.Statement.SQL.String()
+	if s.upsertArgs, err = argOrder(up.Statement.Vars); err != nil {
+		return s, err
+	}
+	s.sum = sum.Statement.SQL.String()
+	if s.sumArgs, err = argOrder(sum.Statement.Vars); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// upsertClause adds delta to the existing row. The current-table column plus a
+// bound delta is the one form that works on MySQL/MariaDB, PostgreSQL (where a
+// bare "count" is ambiguous) and SQLite alike.
+func upsertClause() clause.OnConflict {
+	return clause.OnConflict{
+		Columns: []clause.Column{{Name: "record_type"}, {Name: "record_id"}, {Name: "slot"}},
+		DoUpdates: clause.Set{{
+			Column: clause.Column{Name: "count"},
+			Value:  gorm.Expr("? + ?", clause.Column{Table: clause.CurrentTable, Name: "count"}, markDelta),
+		}},
+	}
+}
+
+// argOrder maps the rendered statement's Vars back to the values they stand for.
+func argOrder(vars []any) ([]arg, error) {
+	order := make([]arg, len(vars))
+	for i, v := range vars {
+		switch v {
+		case markType:
+			order[i] = argRecordType
+		case markID:
+			order[i] = argRecordID
+		case markSlot:
+			order[i] = argSlot
+		case markDelta:
+			order[i] = argDelta
+		default:
+			return nil, fmt.Errorf("slotted: dialect rendered an unexpected bind value %#v", v)
+		}
+	}
+	return order, nil
+}

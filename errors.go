@@ -1,0 +1,21 @@
+package slotted
+
+import "errors"
+
+// Sentinel errors. Every error the package returns for bad input wraps one of
+// these, so callers can branch with errors.Is; none of them is returned after
+// anything was written.
+var (
+	// ErrNotRegistered: the *gorm.DB has no slotted plugin (db.Use(slotted.New(...)) was not called on it).
+	ErrNotRegistered = errors.New("slotted: plugin not registered on this *gorm.DB")
+	// ErrInvalidConfig: a Config field or a `slotted` struct tag is out of range or malformed.
+	ErrInvalidConfig = errors.New("slotted: invalid configuration")
+	// ErrUnknownCounter: the model has no counter with that tag name or Go field name.
+	ErrUnknownCounter = errors.New("slotted: unknown counter")
+	// ErrMissingPrimaryKey: the record's primary key is the zero value, so there is no record_id to count under.
+	ErrMissingPrimaryKey = errors.New("slotted: record has no primary key value")
+	// ErrUnsupportedModel: the value is not a (pointer to a) struct, slice of structs, or has no single primary key.
+	ErrUnsupportedModel = errors.New("slotted: unsupported model")
+	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id, or the result is too long.
+	ErrUnsupportedKey = errors.New("slotted: unsupported primary key")
+)

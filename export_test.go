@@ -1,0 +1,4 @@
+package slotted
+
+// Retryable exposes the retry classifier to the black-box tests, which feed it real driver errors.
+var Retryable = retryable

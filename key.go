@@ -1,0 +1,96 @@
+package slotted
+
+import (
+	"database/sql/driver"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"gorm.io/gorm/schema"
+)
+
+// recordKey turns a model's primary key into its record_id: integers as
+// decimal text, strings as they are, and types with a String or Value method
+// (uuid.UUID and friends) through that method. The form is documented, so a
+// Ref{Type: "posts.likes", ID: "42"} names the same counter as post 42's likes.
+type recordKey struct {
+	index []int
+	typ   reflect.Type
+	kind  reflect.Kind
+}
+
+var (
+	valuerType   = reflect.TypeOf((*driver.Valuer)(nil)).Elem()
+	stringerType = reflect.TypeOf((*fmt.Stringer)(nil)).Elem()
+)
+
+func newRecordKey(s *schema.Schema) (recordKey, error) {
+	switch len(s.PrimaryFields) {
+	case 0:
+		return recordKey{}, fmt.Errorf("%w: %s has no primary key", ErrUnsupportedModel, s.Name)
+	case 1:
+	default:
+		return recordKey{}, fmt.Errorf("%w: %s has a composite primary key; counters need a single-column key", ErrUnsupportedModel, s.Name)
+	}
+	f := s.PrimaryFields[0]
+	k := recordKey{index: f.StructField.Index, typ: f.FieldType, kind: f.FieldType.Kind()}
+	switch k.kind {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
+		return k, nil
+	}
+	if k.typ.Implements(valuerType) || k.typ.Implements(stringerType) {
+		k.kind = reflect.Interface // formatted through its method
+		return k, nil
+	}
+	return recordKey{}, fmt.Errorf("%w: %s.%s is a %s; use an integer, a string, or a type with a String or Value method", ErrUnsupportedKey, s.Name, f.Name, f.FieldType)
+}
+
+// id returns the record_id of struct value v.
+func (k recordKey) id(v reflect.Value) (string, error) {
+	f, err := v.FieldByIndexErr(k.index)
+	if err != nil || f.IsZero() {
+		return "", ErrMissingPrimaryKey
+	}
+	var id string
+	switch k.kind {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(f.Int(), 10), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(f.Uint(), 10), nil
+	case reflect.String:
+		id = f.String()
+	default:
+		if id, err = formatKey(f.Interface()); err != nil {
+			return "", err
+		}
+	}
+	if len(id) > MaxKeyLen {
+		return "", fmt.Errorf("%w: record id is %d bytes, longer than %d", ErrUnsupportedKey, len(id), MaxKeyLen)
+	}
+	return id, nil
+}
+
+func formatKey(v any) (string, error) {
+	if valuer, ok := v.(driver.Valuer); ok {
+		dv, err := valuer.Value()
+		if err != nil {
+			return "", fmt.Errorf("%w: %T.Value: %v", ErrUnsupportedKey, v, err)
+		}
+		switch dv := dv.(type) {
+		case string:
+			return dv, nil
+		case int64:
+			return strconv.FormatInt(dv, 10), nil
+		case []byte:
+			return hex.EncodeToString(dv), nil
+		case nil:
+			return "", ErrMissingPrimaryKey
+		}
+	}
+	if s, ok := v.(fmt.Stringer); ok {
+		return s.String(), nil
+	}
+	return "", fmt.Errorf("%w: %T has no usable String or Value method", ErrUnsupportedKey, v)
+}

@@ -1,0 +1,187 @@
+package slotted
+
+import (
+	"fmt"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+)
+
+// modelMeta is what the plugin knows about one model type. It is built once
+// per type and cached on the plugin, so the hot path does no tag parsing and
+// no schema lookups.
+type modelMeta struct {
+	typ      reflect.Type // the struct type
+	table    string
+	key      recordKey
+	counters []*counter
+	byName   map[string]*counter // tag name and Go field name
+	// columns are counter fields that gorm still maps to a column (no gorm:"-"):
+	// they are omitted from the model's INSERT, UPDATE and SELECT statements.
+	columns []string
+}
+
+// counter is one counter field of a model.
+type counter struct {
+	name       string // tag name, e.g. "likes"
+	recordType string // e.g. "posts.likes"
+	slots      int
+	index      []int // struct field index path
+	kind       reflect.Kind
+}
+
+// modelResult caches a failed build too: a model's tags do not change at run time.
+type modelResult struct {
+	meta *modelMeta
+	err  error
+}
+
+// metaFor returns the metadata of a struct type, parsing the gorm schema on first use.
+// value is any value of that type (or a pointer/slice of it) for gorm's parser.
+func (p *Plugin) metaFor(db *gorm.DB, typ reflect.Type, value any) (*modelMeta, error) {
+	if r, ok := p.models.Load(typ); ok {
+		r := r.(*modelResult)
+		return r.meta, r.err
+	}
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(value); err != nil {
+		return nil, fmt.Errorf("%w: %T: %v", ErrUnsupportedModel, value, err)
+	}
+	m, err := p.buildMeta(db, stmt.Schema)
+	r, _ := p.models.LoadOrStore(typ, &modelResult{m, err})
+	return r.(*modelResult).meta, r.(*modelResult).err
+}
+
+// metaForSchema is metaFor for callbacks, which already hold the parsed schema.
+func (p *Plugin) metaForSchema(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
+	if r, ok := p.models.Load(s.ModelType); ok {
+		r := r.(*modelResult)
+		return r.meta, r.err
+	}
+	m, err := p.buildMeta(db, s)
+	r, _ := p.models.LoadOrStore(s.ModelType, &modelResult{m, err})
+	return r.(*modelResult).meta, r.(*modelResult).err
+}
+
+func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
+	m := &modelMeta{typ: s.ModelType, table: s.Table, byName: map[string]*counter{}}
+	for _, f := range s.Fields {
+		tag, ok := f.Tag.Lookup("slotted")
+		if !ok {
+			continue
+		}
+		c, err := p.buildCounter(db, s, f, tag)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range []string{c.name, f.Name} {
+			if prev, dup := m.byName[name]; dup && prev != c {
+				return nil, fmt.Errorf("%w: %s: two counters named %q", ErrInvalidConfig, s.Name, name)
+			}
+			m.byName[name] = c
+		}
+		m.counters = append(m.counters, c)
+		if f.DBName != "" && (f.Creatable || f.Updatable || f.Readable) {
+			m.columns = append(m.columns, f.DBName)
+		}
+	}
+	if len(m.counters) == 0 {
+		return m, nil // a model without counters: callbacks skip it; the API reports ErrUnknownCounter
+	}
+	key, err := newRecordKey(s)
+	if err != nil {
+		return nil, err
+	}
+	m.key = key
+	return m, nil
+}
+
+func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, tag string) (*counter, error) {
+	o, err := parseTag(tag)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", s.Name, f.Name, err)
+	}
+	switch f.FieldType.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	default:
+		return nil, fmt.Errorf("%w: %s.%s: a counter field must be an integer, not %s", ErrInvalidConfig, s.Name, f.Name, f.FieldType)
+	}
+	c := &counter{name: o.name, recordType: o.recordType, slots: o.slots, index: f.StructField.Index, kind: f.FieldType.Kind()}
+	if c.name == "" {
+		c.name = db.NamingStrategy.ColumnName("", f.Name)
+	}
+	if c.recordType == "" {
+		c.recordType = s.Table + "." + c.name
+	}
+	if len(c.recordType) > MaxKeyLen {
+		return nil, fmt.Errorf("%w: %s.%s: record_type %q is longer than %d bytes; set type: in the tag", ErrInvalidConfig, s.Name, f.Name, c.recordType, MaxKeyLen)
+	}
+	if c.slots == 0 {
+		c.slots = p.cfg.Slots
+	}
+	return c, nil
+}
+
+// counter returns the named counter of the model.
+func (m *modelMeta) counter(name string) (*counter, error) {
+	if c, ok := m.byName[name]; ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: %s has no counter %q", ErrUnknownCounter, m.typ, name)
+}
+
+// field returns the counter field of a struct value; ok is false when the path
+// runs through a nil embedded pointer.
+func (c *counter) field(v reflect.Value) (reflect.Value, bool) {
+	f, err := v.FieldByIndexErr(c.index)
+	return f, err == nil
+}
+
+// set stores n into the counter field of struct value v, saturating at the
+// field type's bounds (an int8 counter cannot hold 300; an unsigned one cannot go below 0).
+func (c *counter) set(v reflect.Value, n int64) {
+	f, ok := c.field(v)
+	if !ok || !f.CanSet() {
+		return
+	}
+	switch c.kind {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := f.Type().Bits()
+		lo, hi := int64(-1)<<(bits-1), int64(1)<<(bits-1)-1
+		f.SetInt(min(max(n, lo), hi))
+	default:
+		if n < 0 {
+			n = 0
+		}
+		u := uint64(n)
+		if bits := f.Type().Bits(); bits < 64 {
+			u = min(u, uint64(1)<<bits-1)
+		}
+		f.SetUint(u)
+	}
+}
+
+// add moves the in-memory counter field by delta, as Laravel's increment does.
+func (c *counter) add(v reflect.Value, delta int64) {
+	f, ok := c.field(v)
+	if !ok {
+		return
+	}
+	var cur int64
+	switch c.kind {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		cur = f.Int()
+	default:
+		cur = int64(min(f.Uint(), 1<<63-1))
+	}
+	sum := cur + delta
+	if (delta > 0 && sum < cur) || (delta < 0 && sum > cur) { // int64 overflow
+		sum = -1 << 63
+		if delta > 0 {
+			sum = 1<<63 - 1
+		}
+	}
+	c.set(v, sum)
+}

@@ -1,0 +1,41 @@
+package slotted
+
+import (
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+)
+
+// SlottedCounter is one slot row. A counter is the set of rows sharing
+// (RecordType, RecordID); its value is the sum of their Count.
+//
+// The primary key is (record_type, record_id, slot), in that order, so a read
+// of one counter is a primary-key range scan. There is deliberately no id
+// column: every upsert would burn an AUTO_INCREMENT or sequence value even when
+// it updates, and a second unique index makes ON DUPLICATE KEY UPDATE
+// deadlock-prone on InnoDB.
+type SlottedCounter struct {
+	RecordType Key   `gorm:"primaryKey;size:128;not null"`
+	RecordID   Key   `gorm:"primaryKey;size:128;not null"`
+	Slot       int32 `gorm:"primaryKey;autoIncrement:false;not null"`
+	Count      int64 `gorm:"not null"`
+}
+
+// TableName returns DefaultTable. With Config.Table set, query the rows with
+// slotted.Table(db) rather than db.Model(&SlottedCounter{}).
+func (SlottedCounter) TableName() string { return DefaultTable }
+
+// Key is a string compared byte for byte. On MySQL/MariaDB it is stored as
+// VARBINARY: the default collations there are case-insensitive and ignore
+// trailing spaces, which would merge the counters of records "abc", "ABC" and
+// "abc ". PostgreSQL and SQLite compare varchar/text exactly already.
+type Key string
+
+// GormDBDataType implements gorm's migrator.GormDataTypeInterface.
+func (Key) GormDBDataType(db *gorm.DB, field *schema.Field) string {
+	if db.Dialector.Name() == "mysql" {
+		return fmt.Sprintf("varbinary(%d)", field.Size)
+	}
+	return "" // the dialect's own type for a sized string
+}

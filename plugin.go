@@ -1,0 +1,79 @@
+package slotted
+
+import (
+	"fmt"
+	"sync"
+
+	"gorm.io/gorm"
+)
+
+const pluginName = "slotted"
+
+// Plugin is the gorm plugin. Create it with New and register it with db.Use.
+// One Plugin serves one *gorm.DB (and every session and transaction derived from it).
+type Plugin struct {
+	cfg    Config
+	sql    statements
+	models sync.Map // reflect.Type -> *modelResult: metadata is built once per model type
+}
+
+// New returns a plugin for db.Use. The config is validated by db.Use, which
+// returns an error wrapping ErrInvalidConfig when a field is out of range.
+//
+//	db.Use(slotted.New(slotted.Config{}))
+func New(cfg Config) *Plugin { return &Plugin{cfg: cfg} }
+
+// Name implements gorm.Plugin.
+func (p *Plugin) Name() string { return pluginName }
+
+// Initialize implements gorm.Plugin: it validates the config, renders the
+// plugin's statements for the database's dialect, migrates the counter table
+// (unless disabled) and registers the auto-fill callbacks.
+func (p *Plugin) Initialize(db *gorm.DB) error {
+	cfg, err := p.cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	p.cfg = cfg
+	if p.sql, err = render(db, cfg.Table); err != nil {
+		return err
+	}
+	if !cfg.DisableAutoMigrate {
+		if err := migrate(db, cfg.Table); err != nil {
+			return fmt.Errorf("slotted: migrating %s: %w", cfg.Table, err)
+		}
+	}
+	return p.registerCallbacks(db)
+}
+
+// Config returns the plugin's configuration with defaults applied (after db.Use).
+func (p *Plugin) Config() Config { return p.cfg }
+
+// pluginOf finds the plugin registered on db.
+func pluginOf(db *gorm.DB) (*Plugin, error) {
+	if db == nil || db.Config == nil {
+		return nil, ErrNotRegistered
+	}
+	p, ok := db.Config.Plugins[pluginName].(*Plugin)
+	if !ok {
+		return nil, ErrNotRegistered
+	}
+	if db.Error != nil {
+		return nil, db.Error
+	}
+	return p, nil
+}
+
+// Table returns db scoped to the counter table, for reading slot rows directly:
+//
+//	var rows []slotted.SlottedCounter
+//	slotted.Table(db).Where("record_type = ?", "posts.likes").Find(&rows)
+func Table(db *gorm.DB) *gorm.DB {
+	p, err := pluginOf(db)
+	if err != nil {
+		db = db.Session(&gorm.Session{})
+		_ = db.AddError(err)
+		return db
+	}
+	return db.Table(p.cfg.Table)
+}

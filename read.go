@@ -1,0 +1,216 @@
+package slotted
+
+import (
+	"fmt"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// loadChunk bounds the record ids in one batched read, well under every
+// dialect's bind-parameter limit (SQLite's is 32766, MySQL's and PostgreSQL's 65535).
+const loadChunk = 1000
+
+// Count returns a counter's total: the sum of its slot rows, 0 when it has none.
+// model is a struct or a pointer to one with a primary key value.
+//
+//	likes, err := slotted.Count(db, &post, "likes")
+//	// SELECT COALESCE(SUM(`count`), 0) FROM `slotted_counters` WHERE `record_type` = 'posts.likes' AND `record_id` = '42'
+func Count(db *gorm.DB, model any, counter string) (int64, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return 0, err
+	}
+	c, _, id, err := p.resolve(db, model, counter)
+	if err != nil {
+		return 0, err
+	}
+	return p.sum(db, c.recordType, id)
+}
+
+// CountRef returns the total of the counter named by ref; see Ref.
+func CountRef(db *gorm.DB, ref Ref) (int64, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return 0, err
+	}
+	if err := ref.validate(); err != nil {
+		return 0, err
+	}
+	return p.sum(db, ref.Type, ref.ID)
+}
+
+func (p *Plugin) sum(db *gorm.DB, recordType, recordID string) (int64, error) {
+	tx, _ := p.session(db)
+	// Rows, not Row: on a failed prepare gorm's prepared-statement pool hands
+	// back an empty *sql.Row whose Scan panics.
+	rows, err := tx.Raw(p.sql.sum, args(p.sql.sumArgs, recordType, recordID, 0, 0)...).Rows()
+	if tx.DryRun { // rendered and logged; nothing to scan
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var n int64
+	if rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return 0, err
+		}
+	}
+	return n, rows.Err()
+}
+
+// Load fills counter fields of models with one query per 1000 records (not
+// one per record). models is a pointer to a struct, or a slice or array (or a
+// pointer to one) of structs or struct pointers. With no counter names it
+// fills every counter of the model.
+//
+//	slotted.Load(db, &posts, "likes")
+//	// SELECT `record_type`,`record_id`,SUM(`count`) FROM `slotted_counters`
+//	// WHERE `record_type` IN ('posts.likes') AND `record_id` IN ('1','2','3') GROUP BY `record_type`,`record_id`
+func Load(db *gorm.DB, models any, counters ...string) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	rv := reflect.ValueOf(models)
+	if !rv.IsValid() || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
+		return fmt.Errorf("%w: nil models", ErrUnsupportedModel)
+	}
+	elem := reflect.Indirect(rv)
+	if (elem.Kind() == reflect.Struct || elem.Kind() == reflect.Array) && rv.Kind() != reflect.Pointer {
+		return fmt.Errorf("%w: Load(%T) cannot set fields of a struct passed by value; pass a pointer", ErrUnsupportedModel, models)
+	}
+	typ := structType(rv.Type())
+	if typ == nil {
+		return fmt.Errorf("%w: %T is not a struct, slice of structs, or pointer to one", ErrUnsupportedModel, models)
+	}
+	m, err := p.metaFor(db, typ, reflect.New(typ).Interface())
+	if err != nil {
+		return err
+	}
+	selected := m.counters
+	if len(counters) > 0 {
+		selected = make([]*counter, 0, len(counters))
+		for _, name := range counters {
+			c, err := m.counter(name)
+			if err != nil {
+				return err
+			}
+			selected = append(selected, c)
+		}
+	}
+	return p.fill(db, m, selected, elem, true)
+}
+
+// structType returns the struct type behind pointers, slices and arrays, or nil.
+func structType(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	return t
+}
+
+// fill loads the selected counters of every struct in v (a struct, or a
+// slice/array of structs or pointers) and sets their fields; counters with no
+// rows are set to 0. strict makes a record without a primary key an error;
+// auto-fill leaves such records alone (a Select that skipped the key column).
+func (p *Plugin) fill(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.Value, strict bool) error {
+	if len(selected) == 0 {
+		return nil
+	}
+	byID := map[string][]reflect.Value{}
+	var ids []string
+	var walkErr error
+	eachStruct(v, func(s reflect.Value) {
+		id, err := m.key.id(s)
+		if err != nil {
+			if strict && walkErr == nil {
+				walkErr = fmt.Errorf("%s: %w", m.typ, err)
+			}
+			return
+		}
+		if _, seen := byID[id]; !seen {
+			ids = append(ids, id)
+		}
+		byID[id] = append(byID[id], s)
+	})
+	if walkErr != nil {
+		return walkErr
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	types := make([]any, len(selected))
+	for i, c := range selected {
+		types[i] = c.recordType
+	}
+	totals := make(map[[2]string]int64, len(ids)*len(selected))
+	for start := 0; start < len(ids); start += loadChunk {
+		chunk := ids[start:min(start+loadChunk, len(ids))]
+		if err := p.sums(db, types, chunk, totals); err != nil {
+			return err
+		}
+	}
+	for id, structs := range byID {
+		for _, c := range selected {
+			n := totals[[2]string{c.recordType, id}]
+			for _, s := range structs {
+				c.set(s, n)
+			}
+		}
+	}
+	return nil
+}
+
+// sums reads the totals of several counters of several records in one GROUP BY.
+func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string]int64) error {
+	idVals := make([]any, len(ids))
+	for i, id := range ids {
+		idVals[i] = id
+	}
+	tx := db.Session(&gorm.Session{NewDB: true})
+	rows, err := tx.Table(p.cfg.Table).
+		Select("?, ?, SUM(?)", clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "count"}).
+		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
+		Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: idVals}).
+		Clauses(clause.GroupBy{Columns: []clause.Column{{Name: "record_type"}, {Name: "record_id"}}}).
+		Rows()
+	if tx.DryRun { // rendered and logged; there is nothing to scan
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var typ, id string
+		var n int64
+		if err := rows.Scan(&typ, &id, &n); err != nil {
+			return err
+		}
+		into[[2]string{typ, id}] = n
+	}
+	return rows.Err()
+}
+
+// eachStruct calls fn for every addressable struct in v, skipping nil pointers.
+func eachStruct(v reflect.Value, fn func(reflect.Value)) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			eachStruct(v.Elem(), fn)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			eachStruct(v.Index(i), fn)
+		}
+	case reflect.Struct:
+		fn(v)
+	}
+}

@@ -1,0 +1,56 @@
+package slotted
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// tagOptions is a parsed `slotted:"..."` struct tag:
+//
+//	slotted:"likes"                       counter named likes, record_type "<table>.likes"
+//	slotted:"likes;type:post_likes"       fixed record_type, so renaming the table keeps the counts
+//	slotted:"likes;slots:16"              16 slot rows instead of Config.Slots
+//	slotted:""                            name taken from the field's column name (Likes -> likes)
+//
+// Options are separated by ';' and written key:value, as in gorm tags.
+type tagOptions struct {
+	name       string
+	recordType string
+	slots      int
+}
+
+func parseTag(tag string) (tagOptions, error) {
+	var o tagOptions
+	for i, part := range strings.Split(tag, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		key, value, hasValue := strings.Cut(part, ":")
+		if !hasValue {
+			if i != 0 {
+				return o, fmt.Errorf("%w: tag %q: option %q needs a value (key:value)", ErrInvalidConfig, tag, part)
+			}
+			o.name = part
+			continue
+		}
+		key, value = strings.ToLower(strings.TrimSpace(key)), strings.TrimSpace(value)
+		switch key {
+		case "type":
+			if value == "" || len(value) > MaxKeyLen {
+				return o, fmt.Errorf("%w: tag %q: type must be 1..%d bytes", ErrInvalidConfig, tag, MaxKeyLen)
+			}
+			o.recordType = value
+		case "slots":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 1 || n > MaxSlots {
+				return o, fmt.Errorf("%w: tag %q: slots must be 1..%d", ErrInvalidConfig, tag, MaxSlots)
+			}
+			o.slots = n
+		default:
+			return o, fmt.Errorf("%w: tag %q: unknown option %q (want type, slots)", ErrInvalidConfig, tag, key)
+		}
+	}
+	return o, nil
+}

@@ -1,0 +1,152 @@
+package slotted
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+
+	"gorm.io/gorm"
+)
+
+// Increment adds 1 to a counter of model, which must be a pointer to a struct
+// with a primary key value. counter is the tag name ("likes") or the Go field
+// name ("Likes"). After the write the model's field is 1 higher too.
+//
+//	slotted.Increment(db, &post, "likes")
+//	// MySQL:  INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES ('posts.likes','42',17,1)
+//	//         ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + 1
+//	// PG/SQLite: ... ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + 1
+func Increment(db *gorm.DB, model any, counter string) error { return Add(db, model, counter, 1) }
+
+// Decrement subtracts 1 from a counter; see Increment. Counters may go below zero.
+func Decrement(db *gorm.DB, model any, counter string) error { return Add(db, model, counter, -1) }
+
+// Add adds delta to a counter with one upsert into a random slot row; see
+// Increment. A delta of 0 writes nothing.
+//
+// Inside a transaction (db from db.Transaction or db.Begin) the write joins it
+// and is not retried. Outside one it is a single autocommit statement, retried
+// on deadlock, lock wait timeout, serialization failure and SQLITE_BUSY.
+func Add(db *gorm.DB, model any, counter string, delta int64) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
+	}
+	c, v, id, err := p.resolve(db, model, counter)
+	if err != nil {
+		return err
+	}
+	if err := p.add(db, c.recordType, id, c.slots, delta); err != nil {
+		return err
+	}
+	c.add(v, delta)
+	return nil
+}
+
+// Ref names a counter directly by its record_type and record_id, without a
+// model: the pattern's original `record_type = 123, record_id = 456` use.
+// A model counter's Ref is Type "<table>.<counter>" (or its tag's type:) and
+// ID the primary key as decimal text or string; RefOf computes it.
+type Ref struct {
+	Type string
+	ID   string
+}
+
+func (r Ref) validate() error {
+	if r.Type == "" || r.ID == "" {
+		return fmt.Errorf("%w: Ref %+v needs both Type and ID", ErrMissingPrimaryKey, r)
+	}
+	if len(r.Type) > MaxKeyLen || len(r.ID) > MaxKeyLen {
+		return fmt.Errorf("%w: Ref Type and ID are limited to %d bytes", ErrUnsupportedKey, MaxKeyLen)
+	}
+	return nil
+}
+
+// AddRef adds delta to the counter named by ref, spread over Config.Slots slots.
+//
+//	slotted.AddRef(db, slotted.Ref{Type: "123", ID: "456"}, 1)
+func AddRef(db *gorm.DB, ref Ref, delta int64) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	if err := ref.validate(); err != nil {
+		return err
+	}
+	return p.add(db, ref.Type, ref.ID, p.cfg.Slots, delta)
+}
+
+// RefOf returns the Ref of a model's counter, for logging or for AddRef/CountRef.
+func RefOf(db *gorm.DB, model any, counter string) (Ref, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return Ref{}, err
+	}
+	c, _, id, err := p.resolve(db, model, counter)
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{Type: c.recordType, ID: id}, nil
+}
+
+// resolve finds the counter and record_id of one model value (a struct or a
+// pointer to one). v is the struct itself, for moving the in-memory field.
+func (p *Plugin) resolve(db *gorm.DB, model any, name string) (c *counter, v reflect.Value, id string, err error) {
+	if model == nil {
+		return nil, v, "", fmt.Errorf("%w: nil model", ErrUnsupportedModel)
+	}
+	v = reflect.ValueOf(model)
+	typ := v.Type()
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil, v, "", fmt.Errorf("%w: nil %T", ErrUnsupportedModel, model)
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil, v, "", fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
+	}
+	m, err := p.metaFor(db, typ, model)
+	if err != nil {
+		return nil, v, "", err
+	}
+	if c, err = m.counter(name); err != nil {
+		return nil, v, "", err
+	}
+	if id, err = m.key.id(v); err != nil {
+		return nil, v, "", fmt.Errorf("%s: %w", m.typ, err)
+	}
+	return c, v, id, nil
+}
+
+// add runs the upsert. It is the hot path: no reflection, no statement building.
+func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta int64) error {
+	if delta == 0 {
+		return nil
+	}
+	tx, inTx := p.session(db)
+	return p.withRetry(db.Statement.Context, inTx, func() error {
+		// A fresh slot on each attempt: the one that conflicted is the hottest.
+		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
+		return tx.Exec(p.sql.upsert, vals...).Error
+	})
+}
+
+// session returns a session for the plugin's statements: a fresh statement
+// (the caller's Where/Model do not leak in), the caller's context, connection
+// or transaction, and gorm's prepared-statement cache even when the user's DB
+// does not enable PrepareStmt. inTx reports whether db is inside a transaction.
+func (p *Plugin) session(db *gorm.DB) (tx *gorm.DB, inTx bool) {
+	switch db.Statement.ConnPool.(type) {
+	case *gorm.PreparedStmtDB:
+		return db.Session(&gorm.Session{NewDB: true}), false
+	case *gorm.PreparedStmtTX:
+		return db.Session(&gorm.Session{NewDB: true}), true
+	case gorm.TxCommitter:
+		inTx = true
+	}
+	return db.Session(&gorm.Session{NewDB: true, PrepareStmt: true}), inTx
+}
