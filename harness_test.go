@@ -135,10 +135,10 @@ type recorder struct {
 	sqls []string
 }
 
-func (r *recorder) LogMode(logger.LogLevel) logger.Interface                 { return r }
-func (r *recorder) Info(context.Context, string, ...interface{})           {}
-func (r *recorder) Warn(context.Context, string, ...interface{})           {}
-func (r *recorder) Error(context.Context, string, ...interface{})          {}
+func (r *recorder) LogMode(logger.LogLevel) logger.Interface      { return r }
+func (r *recorder) Info(context.Context, string, ...interface{})  {}
+func (r *recorder) Warn(context.Context, string, ...interface{})  {}
+func (r *recorder) Error(context.Context, string, ...interface{}) {}
 func (r *recorder) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
 	sql, _ := fc()
 	r.mu.Lock()
