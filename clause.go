@@ -9,10 +9,11 @@ import (
 )
 
 // statements are the plugin's hot statements, rendered once per *gorm.DB by
-// gorm itself (so each dialect's own clause builders decide the syntax) with
-// '?' placeholders. At run time they go through db.Exec / db.Raw, so the
-// user's logger, tracing, dbresolver and TranslateError see them, and gorm's
-// prepared-statement cache keeps one server-side statement per connection.
+// gorm itself, so each dialect's own clause builders decide the syntax. The
+// upsert is kept in the dialect's final form ($1 on PostgreSQL) and run through
+// gorm's Raw processor without being parsed again; the sum keeps '?' and goes
+// through db.Raw. Either way the user's callbacks, logger, tracing, dbresolver
+// and TranslateError see them.
 //
 // MySQL/MariaDB (no VALUES() function, no row alias: runs unchanged on MySQL 8.0.20+, MariaDB, Vitess, TiDB):
 //
@@ -74,18 +75,20 @@ func (questionMarks) BindVarTo(w clause.Writer, _ *gorm.Statement, _ any) { _ = 
 
 func render(db *gorm.DB, table string) (statements, error) {
 	var s statements
-	dry := func() *gorm.DB {
+	dry := func(questions bool) *gorm.DB {
 		tx := db.Session(&gorm.Session{NewDB: true, DryRun: true, SkipDefaultTransaction: true, SkipHooks: true, Logger: logger.Discard})
-		tx.Config.Dialector = questionMarks{db.Dialector}
+		if questions {
+			tx.Config.Dialector = questionMarks{db.Dialector}
+		}
 		return tx.Table(table)
 	}
 
-	up := dry().Clauses(upsertClause()).Create(&SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta})
+	up := dry(false).Clauses(upsertClause()).Create(&SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta})
 	if up.Error != nil {
 		return s, fmt.Errorf("slotted: rendering upsert: %w", up.Error)
 	}
 	var total int64
-	sum := dry().Select("COALESCE(SUM(?), 0)", clause.Column{Name: "count"}).
+	sum := dry(true).Select("COALESCE(SUM(?), 0)", clause.Column{Name: "count"}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: markType}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: markID}).
 		Find(&total)

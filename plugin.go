@@ -12,9 +12,10 @@ const pluginName = "slotted"
 // Plugin is the gorm plugin. Create it with New and register it with db.Use.
 // One Plugin serves one *gorm.DB (and every session and transaction derived from it).
 type Plugin struct {
-	cfg    Config
-	sql    statements
-	models sync.Map // reflect.Type -> *modelResult: metadata is built once per model type
+	cfg      Config
+	sql      statements
+	models   sync.Map // reflect.Type -> *modelResult: metadata is built once per model type
+	prepared sync.Map // *sql.DB -> *gorm.PreparedStmtDB: the plugin's own statement cache
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which

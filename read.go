@@ -42,7 +42,7 @@ func CountRef(db *gorm.DB, ref Ref) (int64, error) {
 }
 
 func (p *Plugin) sum(db *gorm.DB, recordType, recordID string) (int64, error) {
-	tx, _ := p.session(db)
+	tx := p.session(db)
 	// Rows, not Row: on a failed prepare gorm's prepared-statement pool hands
 	// back an empty *sql.Row whose Scan panics.
 	rows, err := tx.Raw(p.sql.sum, args(p.sql.sumArgs, recordType, recordID, 0, 0)...).Rows()

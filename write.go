@@ -1,11 +1,14 @@
 package slotted
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Increment adds 1 to a counter of model, which must be a pointer to a struct
@@ -122,31 +125,57 @@ func (p *Plugin) resolve(db *gorm.DB, model any, name string) (c *counter, v ref
 	return c, v, id, nil
 }
 
-// add runs the upsert. It is the hot path: no reflection, no statement building.
+// add runs the upsert. It is the hot path: no reflection, no statement
+// building, no parsing of the SQL; one statement allocation per attempt.
 func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	tx, inTx := p.session(db)
-	return p.withRetry(db.Statement.Context, inTx, func() error {
+	pool, inTx := p.pool(db)
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return p.withRetry(ctx, inTx, func() error {
 		// A fresh slot on each attempt: the one that conflicted is the hottest.
 		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
-		return tx.Exec(p.sql.upsert, vals...).Error
+		tx := &gorm.DB{Config: db.Config}
+		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
+		tx.Statement.SQL.WriteString(p.sql.upsert)
+		return db.Callback().Raw().Execute(tx).Error
 	})
 }
 
-// session returns a session for the plugin's statements: a fresh statement
-// (the caller's Where/Model do not leak in), the caller's context, connection
-// or transaction, and gorm's prepared-statement cache even when the user's DB
-// does not enable PrepareStmt. inTx reports whether db is inside a transaction.
-func (p *Plugin) session(db *gorm.DB) (tx *gorm.DB, inTx bool) {
-	switch db.Statement.ConnPool.(type) {
+// session returns a fresh *gorm.DB for the plugin's statements: the caller's
+// context and connection or transaction, none of its Where/Model state.
+func (p *Plugin) session(db *gorm.DB) *gorm.DB {
+	pool, _ := p.pool(db)
+	tx := db.Session(&gorm.Session{NewDB: true, Initialized: true})
+	tx.Statement.ConnPool = pool
+	return tx
+}
+
+// pool returns the connection pool for the plugin's statements and whether it
+// is the caller's transaction. Outside a transaction statements are prepared
+// once per connection and cached by the plugin, so users need not turn on
+// PrepareStmt (nor SkipDefaultTransaction) for their whole DB. Inside one they
+// run on the transaction as they are, unless the user's DB prepares already.
+func (p *Plugin) pool(db *gorm.DB) (gorm.ConnPool, bool) {
+	cp := db.Statement.ConnPool
+	switch cp.(type) {
 	case *gorm.PreparedStmtDB:
-		return db.Session(&gorm.Session{NewDB: true}), false
-	case *gorm.PreparedStmtTX:
-		return db.Session(&gorm.Session{NewDB: true}), true
+		return cp, false
 	case gorm.TxCommitter:
-		inTx = true
+		return cp, true
+	case nil:
+		return db.Config.ConnPool, false
+	case *sql.DB:
+		if ps, ok := p.prepared.Load(cp); ok {
+			return ps.(*gorm.PreparedStmtDB), false
+		}
+		ps, _ := p.prepared.LoadOrStore(cp, gorm.NewPreparedStmtDB(cp, 0, 0))
+		return ps.(*gorm.PreparedStmtDB), false
+	default: // a pool of another plugin's making (dbresolver swaps it per statement): leave it be
+		return cp, false
 	}
-	return db.Session(&gorm.Session{NewDB: true, PrepareStmt: true}), inTx
 }
