@@ -29,6 +29,7 @@ type counter struct {
 	slots      int
 	index      []int // struct field index path
 	kind       reflect.Kind
+	cache      string // column of the parent table RollUp writes the total to, or ""
 }
 
 // modelResult caches a failed build too: a model's tags do not change at run time.
@@ -120,6 +121,13 @@ func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, ta
 	}
 	if c.slots == 0 {
 		c.slots = p.cfg.Slots
+	}
+	if o.cache != "" {
+		cf := s.LookUpField(o.cache)
+		if cf == nil || cf.DBName == "" {
+			return nil, fmt.Errorf("%w: %s.%s: cache column %q is not a column of %s", ErrInvalidConfig, s.Name, f.Name, o.cache, s.Table)
+		}
+		c.cache = cf.DBName
 	}
 	return c, nil
 }

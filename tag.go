@@ -11,6 +11,7 @@ import (
 //	slotted:"likes"                       counter named likes, record_type "<table>.likes"
 //	slotted:"likes;type:post_likes"       fixed record_type, so renaming the table keeps the counts
 //	slotted:"likes;slots:16"              16 slot rows instead of Config.Slots
+//	slotted:"likes;cache:likes_count"     RollUp writes the total into the posts.likes_count column
 //	slotted:""                            name taken from the field's column name (Likes -> likes)
 //
 // Options are separated by ';' and written key:value, as in gorm tags.
@@ -18,6 +19,7 @@ type tagOptions struct {
 	name       string
 	recordType string
 	slots      int
+	cache      string
 }
 
 func parseTag(tag string) (tagOptions, error) {
@@ -48,8 +50,10 @@ func parseTag(tag string) (tagOptions, error) {
 				return o, fmt.Errorf("%w: tag %q: slots must be 1..%d", ErrInvalidConfig, tag, MaxSlots)
 			}
 			o.slots = n
+		case "cache":
+			o.cache = value
 		default:
-			return o, fmt.Errorf("%w: tag %q: unknown option %q (want type, slots)", ErrInvalidConfig, tag, key)
+			return o, fmt.Errorf("%w: tag %q: unknown option %q (want type, slots, cache)", ErrInvalidConfig, tag, key)
 		}
 	}
 	return o, nil
