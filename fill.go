@@ -27,7 +27,10 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	if err := db.Callback().Create().Before("gorm:create").Register("slotted:omit_create", p.omitColumns); err != nil {
 		return err
 	}
-	return db.Callback().Update().Before("gorm:update").Register("slotted:omit_update", p.omitColumns)
+	if err := db.Callback().Update().Before("gorm:update").Register("slotted:omit_update", p.omitColumns); err != nil {
+		return err
+	}
+	return p.registerCleanup(db)
 }
 
 // omitColumns keeps counter fields that lack gorm:"-" out of the model's own

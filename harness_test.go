@@ -40,7 +40,18 @@ type Tag struct {
 	Uses int    `gorm:"-" slotted:"uses;slots:1"`
 }
 
-var testModels = []any{&Post{}, &Doc{}, &Tag{}}
+// Article has a cached column for RollUp and soft deletes.
+type Article struct {
+	ID          uint
+	Title       string
+	Likes       int64 `gorm:"-" slotted:"likes;cache:likes_count"`
+	Shares      int64 `gorm:"-" slotted:"shares;cache:shares_count"`
+	LikesCount  int64
+	SharesCount int64
+	DeletedAt   gorm.DeletedAt `gorm:"index"`
+}
+
+var testModels = []any{&Post{}, &Doc{}, &Tag{}, &Article{}}
 
 const (
 	dbSQLite   = "sqlite"

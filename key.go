@@ -15,9 +15,10 @@ import (
 // (uuid.UUID and friends) through that method. The form is documented, so a
 // Ref{Type: "posts.likes", ID: "42"} names the same counter as post 42's likes.
 type recordKey struct {
-	index []int
-	typ   reflect.Type
-	kind  reflect.Kind
+	column string // the primary key's column
+	index  []int
+	typ    reflect.Type
+	kind   reflect.Kind
 }
 
 var (
@@ -34,7 +35,7 @@ func newRecordKey(s *schema.Schema) (recordKey, error) {
 		return recordKey{}, fmt.Errorf("%w: %s has a composite primary key; counters need a single-column key", ErrUnsupportedModel, s.Name)
 	}
 	f := s.PrimaryFields[0]
-	k := recordKey{index: f.StructField.Index, typ: f.FieldType, kind: f.FieldType.Kind()}
+	k := recordKey{column: f.DBName, index: f.StructField.Index, typ: f.FieldType, kind: f.FieldType.Kind()}
 	switch k.kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
@@ -46,6 +47,9 @@ func newRecordKey(s *schema.Schema) (recordKey, error) {
 	}
 	return recordKey{}, fmt.Errorf("%w: %s.%s is a %s; use an integer, a string, or a type with a String or Value method", ErrUnsupportedKey, s.Name, f.Name, f.FieldType)
 }
+
+// value returns the primary key of struct value v as gorm would bind it.
+func (k recordKey) value(v reflect.Value) any { return v.FieldByIndex(k.index).Interface() }
 
 // id returns the record_id of struct value v.
 func (k recordKey) id(v reflect.Value) (string, error) {

@@ -30,6 +30,7 @@ type counter struct {
 	index      []int // struct field index path
 	kind       reflect.Kind
 	cache      string // column of the parent table RollUp writes the total to, or ""
+	cacheIndex []int  // that column's struct field
 }
 
 // modelResult caches a failed build too: a model's tags do not change at run time.
@@ -127,7 +128,10 @@ func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, ta
 		if cf == nil || cf.DBName == "" {
 			return nil, fmt.Errorf("%w: %s.%s: cache column %q is not a column of %s", ErrInvalidConfig, s.Name, f.Name, o.cache, s.Table)
 		}
-		c.cache = cf.DBName
+		if k := cf.FieldType.Kind(); k < reflect.Int || k > reflect.Uint64 {
+			return nil, fmt.Errorf("%w: %s.%s: cache column %q must be an integer field", ErrInvalidConfig, s.Name, f.Name, o.cache)
+		}
+		c.cache, c.cacheIndex = cf.DBName, cf.StructField.Index
 	}
 	return c, nil
 }
@@ -150,11 +154,14 @@ func (c *counter) field(v reflect.Value) (reflect.Value, bool) {
 // set stores n into the counter field of struct value v, saturating at the
 // field type's bounds (an int8 counter cannot hold 300; an unsigned one cannot go below 0).
 func (c *counter) set(v reflect.Value, n int64) {
-	f, ok := c.field(v)
-	if !ok || !f.CanSet() {
-		return
+	if f, ok := c.field(v); ok && f.CanSet() {
+		setInt(f, n)
 	}
-	switch c.kind {
+}
+
+// setInt stores n into an integer field, saturating at its type's bounds.
+func setInt(f reflect.Value, n int64) {
+	switch f.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		bits := f.Type().Bits()
 		lo, hi := int64(-1)<<(bits-1), int64(1)<<(bits-1)-1

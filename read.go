@@ -75,19 +75,7 @@ func Load(db *gorm.DB, models any, counters ...string) error {
 	if err != nil {
 		return err
 	}
-	rv := reflect.ValueOf(models)
-	if !rv.IsValid() || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
-		return fmt.Errorf("%w: nil models", ErrUnsupportedModel)
-	}
-	elem := reflect.Indirect(rv)
-	if (elem.Kind() == reflect.Struct || elem.Kind() == reflect.Array) && rv.Kind() != reflect.Pointer {
-		return fmt.Errorf("%w: Load(%T) cannot set fields of a struct passed by value; pass a pointer", ErrUnsupportedModel, models)
-	}
-	typ := structType(rv.Type())
-	if typ == nil {
-		return fmt.Errorf("%w: %T is not a struct, slice of structs, or pointer to one", ErrUnsupportedModel, models)
-	}
-	m, err := p.metaFor(db, typ, reflect.New(typ).Interface())
+	m, elem, err := p.modelsMeta(db, models)
 	if err != nil {
 		return err
 	}
@@ -121,43 +109,53 @@ func structType(t reflect.Type) reflect.Type {
 // rows are set to 0. strict makes a record without a primary key an error;
 // auto-fill leaves such records alone (a Select that skipped the key column).
 func (p *Plugin) fill(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.Value, strict bool) error {
-	if len(selected) == 0 {
-		return nil
-	}
-	byID := map[string][]reflect.Value{}
-	var ids []string
-	var walkErr error
+	_, _, err := p.load(db, m, selected, v, strict)
+	return err
+}
+
+// records groups the structs of one load by record_id, in first-seen order.
+type records struct {
+	ids  []string
+	byID map[string][]reflect.Value
+}
+
+func (m *modelMeta) records(v reflect.Value, strict bool) (records, error) {
+	rs := records{byID: map[string][]reflect.Value{}}
+	var err error
 	eachStruct(v, func(s reflect.Value) {
-		id, err := m.key.id(s)
-		if err != nil {
-			if strict && walkErr == nil {
-				walkErr = fmt.Errorf("%s: %w", m.typ, err)
+		id, idErr := m.key.id(s)
+		if idErr != nil {
+			if strict && err == nil {
+				err = fmt.Errorf("%s: %w", m.typ, idErr)
 			}
 			return
 		}
-		if _, seen := byID[id]; !seen {
-			ids = append(ids, id)
+		if _, seen := rs.byID[id]; !seen {
+			rs.ids = append(rs.ids, id)
 		}
-		byID[id] = append(byID[id], s)
+		rs.byID[id] = append(rs.byID[id], s)
 	})
-	if walkErr != nil {
-		return walkErr
-	}
-	if len(ids) == 0 {
-		return nil
+	return rs, err
+}
+
+// load is fill that also returns the records and their totals, keyed by (record_type, record_id).
+func (p *Plugin) load(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.Value, strict bool) (records, map[[2]string]int64, error) {
+	rs, err := m.records(v, strict)
+	if err != nil || len(rs.ids) == 0 || len(selected) == 0 {
+		return rs, nil, err
 	}
 	types := make([]any, len(selected))
 	for i, c := range selected {
 		types[i] = c.recordType
 	}
-	totals := make(map[[2]string]int64, len(ids)*len(selected))
-	for start := 0; start < len(ids); start += loadChunk {
-		chunk := ids[start:min(start+loadChunk, len(ids))]
+	totals := make(map[[2]string]int64, len(rs.ids)*len(selected))
+	for start := 0; start < len(rs.ids); start += loadChunk {
+		chunk := rs.ids[start:min(start+loadChunk, len(rs.ids))]
 		if err := p.sums(db, types, chunk, totals); err != nil {
-			return err
+			return rs, nil, err
 		}
 	}
-	for id, structs := range byID {
+	for id, structs := range rs.byID {
 		for _, c := range selected {
 			n := totals[[2]string{c.recordType, id}]
 			for _, s := range structs {
@@ -165,7 +163,7 @@ func (p *Plugin) fill(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.
 			}
 		}
 	}
-	return nil
+	return rs, totals, nil
 }
 
 // sums reads the totals of several counters of several records in one GROUP BY.

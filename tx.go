@@ -49,7 +49,7 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 				}
 				err = conn.Exec("COMMIT").Error
 			}()
-			return fn(conn)
+			return fn(conn.Session(&gorm.Session{NewDB: true})) // a chainable root on the pinned connection
 		})
 	})
 }

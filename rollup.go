@@ -1,0 +1,216 @@
+package slotted
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// RollUp writes the current total of counters into their cache columns on the
+// parent rows, so plain gorm queries can read and sort by them without
+// touching the counter table:
+//
+//	type Post struct {
+//		ID         uint
+//		Likes      int64 `gorm:"-" slotted:"likes;cache:likes_count"`
+//		LikesCount int64 // filled by RollUp; db.Order("likes_count DESC") works
+//	}
+//
+//	slotted.RollUp(db, &posts) // or &post, or specific counters: slotted.RollUp(db, &posts, "likes")
+//	// SELECT record_type, record_id, SUM(count) ... GROUP BY record_type, record_id   (one per 1000 records)
+//	// UPDATE posts SET likes_count = 17 WHERE id = 1                                   (one per record)
+//
+// The updates of each 1000 records run in one transaction; UpdateColumns is
+// used, so hooks and UpdatedAt are not touched. The models' counter and cache
+// fields are set to the totals too. A cache column is as fresh as the last
+// RollUp: with a Runner, at most its Interval plus one pass behind.
+func RollUp(db *gorm.DB, models any, counters ...string) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	m, v, err := p.modelsMeta(db, models)
+	if err != nil {
+		return err
+	}
+	selected, err := m.cached(counters)
+	if err != nil {
+		return err
+	}
+	return p.rollUp(db, m, selected, v)
+}
+
+func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.Value) error {
+	rs, totals, err := p.load(db, m, selected, v, true)
+	if err != nil || len(rs.ids) == 0 {
+		return err
+	}
+	for start := 0; start < len(rs.ids); start += loadChunk {
+		ids := rs.ids[start:min(start+loadChunk, len(rs.ids))]
+		err := p.writeTx(db, func(tx *gorm.DB) error {
+			for _, id := range ids {
+				s := rs.byID[id][0]
+				cols := make(map[string]any, len(selected))
+				for _, c := range selected {
+					cols[c.cache] = totals[[2]string{c.recordType, id}]
+				}
+				err := tx.Table(m.table).Where(clause.Eq{Column: clause.Column{Name: m.key.column}, Value: m.key.value(s)}).
+					UpdateColumns(cols).Error
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for id, structs := range rs.byID {
+		for _, c := range selected {
+			for _, s := range structs {
+				if f, err := s.FieldByIndexErr(c.cacheIndex); err == nil && f.CanSet() {
+					setInt(f, totals[[2]string{c.recordType, id}])
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// cached returns the named counters (all when names is empty) that have a cache column.
+func (m *modelMeta) cached(names []string) ([]*counter, error) {
+	var out []*counter
+	if len(names) == 0 {
+		for _, c := range m.counters {
+			if c.cache != "" {
+				out = append(out, c)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w: no counter of %s has a cache: column", ErrInvalidConfig, m.typ)
+		}
+		return out, nil
+	}
+	for _, name := range names {
+		c, err := m.counter(name)
+		if err != nil {
+			return nil, err
+		}
+		if c.cache == "" {
+			return nil, fmt.Errorf("%w: counter %q of %s has no cache: column", ErrInvalidConfig, name, m.typ)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// RollUpOptions configures RollUpAll.
+type RollUpOptions struct {
+	// BatchSize is how many parent records are read and rolled up at a time. Default: 500.
+	BatchSize int
+	// After resumes a run after this primary key value (RollUpProgress.Last of an interrupted run).
+	After any
+	// Progress, when set, is called after every batch.
+	Progress func(RollUpProgress)
+}
+
+// RollUpProgress reports a RollUpAll run.
+type RollUpProgress struct {
+	Batches int
+	Records int
+	Last    any // primary key of the last record rolled up
+}
+
+// RollUpAll rolls up the cached counters of every record of model's table, in
+// primary-key order and batches of BatchSize:
+//
+//	SELECT id FROM posts WHERE id > ? ORDER BY id LIMIT 500
+//	-- then RollUp on those records
+func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, error) {
+	var prog RollUpProgress
+	p, err := pluginOf(db)
+	if err != nil {
+		return prog, err
+	}
+	if opts.BatchSize == 0 {
+		opts.BatchSize = 500
+	}
+	if opts.BatchSize < 0 {
+		return prog, fmt.Errorf("%w: RollUpOptions.BatchSize %d", ErrInvalidConfig, opts.BatchSize)
+	}
+	typ := structType(reflect.TypeOf(model))
+	if typ == nil {
+		return prog, fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
+	}
+	m, err := p.metaFor(db, typ, reflect.New(typ).Interface())
+	if err != nil {
+		return prog, err
+	}
+	selected, err := m.cached(nil)
+	if err != nil {
+		return prog, err
+	}
+	if m.key.index == nil {
+		return prog, fmt.Errorf("%w: %s has no counters", ErrUnsupportedModel, typ)
+	}
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	pk := clause.Column{Name: m.key.column}
+	after := opts.After
+	for {
+		if err := ctx.Err(); err != nil {
+			return prog, err
+		}
+		batch := reflect.New(reflect.SliceOf(typ))
+		q := WithoutFill(db.Session(&gorm.Session{NewDB: true})).Model(reflect.New(typ).Interface()).Select(m.key.column).
+			Order(clause.OrderByColumn{Column: pk}).Limit(opts.BatchSize)
+		if after != nil {
+			q = q.Where(clause.Gt{Column: pk, Value: after})
+		}
+		if err := q.Find(batch.Interface()).Error; err != nil {
+			return prog, err
+		}
+		n := batch.Elem().Len()
+		if n == 0 {
+			return prog, nil
+		}
+		if err := p.rollUp(db, m, selected, batch.Elem()); err != nil {
+			return prog, err
+		}
+		after = m.key.value(batch.Elem().Index(n - 1))
+		prog.Batches++
+		prog.Records += n
+		prog.Last = after
+		if opts.Progress != nil {
+			opts.Progress(prog)
+		}
+		if n < opts.BatchSize {
+			return prog, nil
+		}
+	}
+}
+
+// modelsMeta resolves Load/RollUp's models argument: a pointer to a struct,
+// or a slice or array (or a pointer to one) of structs or struct pointers.
+func (p *Plugin) modelsMeta(db *gorm.DB, models any) (*modelMeta, reflect.Value, error) {
+	rv := reflect.ValueOf(models)
+	if !rv.IsValid() || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
+		return nil, rv, fmt.Errorf("%w: nil models", ErrUnsupportedModel)
+	}
+	elem := reflect.Indirect(rv)
+	if (elem.Kind() == reflect.Struct || elem.Kind() == reflect.Array) && rv.Kind() != reflect.Pointer {
+		return nil, rv, fmt.Errorf("%w: %T cannot be changed when passed by value; pass a pointer", ErrUnsupportedModel, models)
+	}
+	typ := structType(rv.Type())
+	if typ == nil {
+		return nil, rv, fmt.Errorf("%w: %T is not a struct, slice of structs, or pointer to one", ErrUnsupportedModel, models)
+	}
+	m, err := p.metaFor(db, typ, reflect.New(typ).Interface())
+	return m, elem, err
+}
