@@ -107,7 +107,7 @@ func (p *Plugin) rewrite(db *gorm.DB, refs []Ref, reset *int64) (removed int64, 
 		if err := q.Find(&rows).Error; err != nil {
 			return err
 		}
-		var drop [][]any
+		var drop []SlottedCounter // the locked rows to delete, in key order
 		var keep []SlottedCounter
 		for start := 0; start < len(rows); {
 			end := start + 1
@@ -122,7 +122,7 @@ func (p *Plugin) rewrite(db *gorm.DB, refs []Ref, reset *int64) (removed int64, 
 			row := SlottedCounter{RecordType: group[0].RecordType, RecordID: group[0].RecordID, Slot: group[0].Slot}
 			for _, r := range group {
 				row.Count += r.Count
-				drop = append(drop, []any{string(r.RecordType), string(r.RecordID), r.Slot})
+				drop = append(drop, r)
 			}
 			if reset != nil {
 				row.Count = *reset
@@ -143,10 +143,7 @@ func (p *Plugin) rewrite(db *gorm.DB, refs []Ref, reset *int64) (removed int64, 
 			}
 		}
 		for start := 0; start < len(drop); start += rewriteChunk {
-			chunk := drop[start:min(start+rewriteChunk, len(drop))]
-			res := tx.Table(p.cfg.Table).Where(clause.Expr{SQL: "(?, ?, ?) IN ?", Vars: []any{
-				clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "slot"}, chunk,
-			}}).Delete(&SlottedCounter{})
+			res := tx.Table(p.cfg.Table).Where(slotsCondition(drop[start:min(start+rewriteChunk, len(drop))])).Delete(&SlottedCounter{})
 			if res.Error != nil {
 				return res.Error
 			}
@@ -163,17 +160,41 @@ func (p *Plugin) rewrite(db *gorm.DB, refs []Ref, reset *int64) (removed int64, 
 	return removed, err
 }
 
-// refsCondition selects the rows of the given counters.
+// refsCondition selects the rows of the given counters (sorted). It is
+// written as record_type = ? AND record_id IN (...) per record type, because
+// PostgreSQL plans a row-value IN list as a scan of the whole record type with
+// an OR filter per row.
 func refsCondition(refs []Ref) clause.Expression {
 	rt, rid := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}
-	if len(refs) == 1 {
-		return clause.And(clause.Eq{Column: rt, Value: refs[0].Type}, clause.Eq{Column: rid, Value: refs[0].ID})
+	var or []clause.Expression
+	for start := 0; start < len(refs); {
+		end := start
+		var ids []any
+		for ; end < len(refs) && refs[end].Type == refs[start].Type; end++ {
+			ids = append(ids, refs[end].ID)
+		}
+		or = append(or, clause.And(clause.Eq{Column: rt, Value: refs[start].Type}, clause.IN{Column: rid, Values: ids}))
+		start = end
 	}
-	pairs := make([][]any, len(refs))
-	for i, r := range refs {
-		pairs[i] = []any{r.Type, r.ID}
+	return clause.Or(or...)
+}
+
+// slotsCondition selects exactly the given rows (sorted by key), as
+// record_type = ? AND record_id = ? AND slot IN (...) per counter.
+func slotsCondition(rows []SlottedCounter) clause.Expression {
+	rt, rid, slot := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "slot"}
+	var or []clause.Expression
+	for start := 0; start < len(rows); {
+		end := start
+		var slots []any
+		for ; end < len(rows) && rows[end].RecordType == rows[start].RecordType && rows[end].RecordID == rows[start].RecordID; end++ {
+			slots = append(slots, rows[end].Slot)
+		}
+		or = append(or, clause.And(clause.Eq{Column: rt, Value: string(rows[start].RecordType)},
+			clause.Eq{Column: rid, Value: string(rows[start].RecordID)}, clause.IN{Column: slot, Values: slots}))
+		start = end
 	}
-	return clause.Expr{SQL: "(?, ?) IN ?", Vars: []any{rt, rid, pairs}}
+	return clause.Or(or...)
 }
 
 func compareRefs(a, b Ref) int {
@@ -282,6 +303,10 @@ func (p *Plugin) crowded(db *gorm.DB, recordType string, after Ref, minRows, lim
 		if after.Type == recordType {
 			q = q.Where(clause.Gt{Column: rid, Value: after.ID})
 		}
+	case after != Ref{} && db.Dialector.Name() == "postgres":
+		// A row comparison is one index condition on PostgreSQL, so the scan
+		// streams from the resume point instead of aggregating the whole rest.
+		q = q.Where(clause.Expr{SQL: "(?, ?) > (?, ?)", Vars: []any{rt, rid, after.Type, after.ID}})
 	case after != Ref{}:
 		q = q.Where(clause.Or(clause.Gt{Column: rt, Value: after.Type},
 			clause.And(clause.Eq{Column: rt, Value: after.Type}, clause.Gt{Column: rid, Value: after.ID})))
