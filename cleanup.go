@@ -151,7 +151,7 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	if typ == nil {
 		return prog, fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
 	}
-	m, err := p.metaFor(db, typ, reflect.New(typ).Interface())
+	m, err := p.metaFor(db, typ)
 	if err != nil {
 		return prog, err
 	}

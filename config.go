@@ -45,8 +45,8 @@ type Config struct {
 	MaxRetries int
 
 	// MinRetryBackoff and MaxRetryBackoff bound the jittered exponential backoff between retries:
-	// before retry n the write sleeps a random time in [0, min(MaxRetryBackoff, MinRetryBackoff<<n)).
-	// Defaults: 2ms and 100ms.
+	// before retry n (n = 0, 1, ...) the write sleeps a random time in
+	// [0, min(MaxRetryBackoff, MinRetryBackoff<<n)). Defaults: 2ms and max(100ms, MinRetryBackoff).
 	MinRetryBackoff time.Duration
 	MaxRetryBackoff time.Duration
 }
@@ -73,7 +73,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MinRetryBackoff = 2 * time.Millisecond
 	}
 	if c.MaxRetryBackoff == 0 {
-		c.MaxRetryBackoff = 100 * time.Millisecond
+		c.MaxRetryBackoff = max(100*time.Millisecond, c.MinRetryBackoff)
 	}
 	if c.Slots < 1 || c.Slots > MaxSlots {
 		return c, fmt.Errorf("%w: Slots %d not in 1..%d", ErrInvalidConfig, c.Slots, MaxSlots)

@@ -39,9 +39,9 @@ func (p *Plugin) omitColumns(db *gorm.DB) {
 	if db.Error != nil || db.Statement.Schema == nil {
 		return
 	}
-	m, err := p.metaForSchema(db, db.Statement.Schema)
-	if err != nil || len(m.columns) == 0 {
-		return // a bad counter tag is reported by the fill and the API, not by every INSERT
+	m, _ := p.metaForSchema(db, db.Statement.Schema) // a bad tag is reported where counters are used
+	if m == nil || len(m.columns) == 0 {
+		return
 	}
 	db.Statement.Omits = append(db.Statement.Omits, m.columns...)
 }
@@ -58,17 +58,17 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 	if !on {
 		return
 	}
+	// Only results of the model's own type have counter fields: not Count, Pluck, a DTO or a map.
+	rv := db.Statement.ReflectValue
+	if !rv.IsValid() || structType(rv.Type()) != db.Statement.Schema.ModelType {
+		return
+	}
 	m, err := p.metaForSchema(db, db.Statement.Schema)
 	if err != nil {
 		_ = db.AddError(err)
 		return
 	}
 	if len(m.counters) == 0 {
-		return
-	}
-	// Only fill results of the model's own type: Scan into a DTO or a map has no counter fields.
-	rv := db.Statement.ReflectValue
-	if structType(rv.Type()) != m.typ {
 		return
 	}
 	if err := p.fill(db, m, m.counters, rv, false); err != nil {

@@ -49,15 +49,21 @@ func newRecordKey(s *schema.Schema) (recordKey, error) {
 }
 
 // value returns the primary key of struct value v as gorm would bind it.
-func (k recordKey) value(v reflect.Value) any { return v.FieldByIndex(k.index).Interface() }
+func (k recordKey) value(v reflect.Value) any {
+	f, _ := fieldAt(v, k.index) // only called for records whose id() succeeded
+	return f.Interface()
+}
 
 // id returns the record_id of struct value v.
 func (k recordKey) id(v reflect.Value) (string, error) {
-	f, err := v.FieldByIndexErr(k.index)
-	if err != nil || f.IsZero() {
+	f, ok := fieldAt(v, k.index)
+	if !ok || f.IsZero() {
 		return "", ErrMissingPrimaryKey
 	}
-	var id string
+	var (
+		id  string
+		err error
+	)
 	switch k.kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return strconv.FormatInt(f.Int(), 10), nil

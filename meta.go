@@ -40,22 +40,21 @@ type modelResult struct {
 }
 
 // metaFor returns the metadata of a struct type, parsing the gorm schema on first use.
-// value is any value of that type (or a pointer/slice of it) for gorm's parser.
-func (p *Plugin) metaFor(db *gorm.DB, typ reflect.Type, value any) (*modelMeta, error) {
+func (p *Plugin) metaFor(db *gorm.DB, typ reflect.Type) (*modelMeta, error) {
 	if r, ok := p.models.Load(typ); ok {
 		r := r.(*modelResult)
 		return r.meta, r.err
 	}
 	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(value); err != nil {
-		return nil, fmt.Errorf("%w: %T: %v", ErrUnsupportedModel, value, err)
+	if err := stmt.Parse(reflect.New(typ).Interface()); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedModel, typ, err)
 	}
-	m, err := p.buildMeta(db, stmt.Schema)
-	r, _ := p.models.LoadOrStore(typ, &modelResult{m, err})
-	return r.(*modelResult).meta, r.(*modelResult).err
+	return p.metaForSchema(db, stmt.Schema)
 }
 
 // metaForSchema is metaFor for callbacks, which already hold the parsed schema.
+// On a bad tag it returns the error and a meta holding only columns, so the
+// omit callbacks still keep counter fields out of the parent table's SQL.
 func (p *Plugin) metaForSchema(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
 	if r, ok := p.models.Load(s.ModelType); ok {
 		r := r.(*modelResult)
@@ -69,31 +68,33 @@ func (p *Plugin) metaForSchema(db *gorm.DB, s *schema.Schema) (*modelMeta, error
 func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
 	m := &modelMeta{typ: s.ModelType, table: s.Table, byName: map[string]*counter{}}
 	for _, f := range s.Fields {
+		if _, ok := f.Tag.Lookup("slotted"); ok && f.DBName != "" && (f.Creatable || f.Updatable || f.Readable) {
+			m.columns = append(m.columns, f.DBName)
+		}
+	}
+	for _, f := range s.Fields {
 		tag, ok := f.Tag.Lookup("slotted")
 		if !ok {
 			continue
 		}
 		c, err := p.buildCounter(db, s, f, tag)
 		if err != nil {
-			return nil, err
+			return &modelMeta{typ: m.typ, columns: m.columns}, err
 		}
 		for _, name := range []string{c.name, f.Name} {
 			if prev, dup := m.byName[name]; dup && prev != c {
-				return nil, fmt.Errorf("%w: %s: two counters named %q", ErrInvalidConfig, s.Name, name)
+				return &modelMeta{typ: m.typ, columns: m.columns}, fmt.Errorf("%w: %s: two counters named %q", ErrInvalidConfig, s.Name, name)
 			}
 			m.byName[name] = c
 		}
 		m.counters = append(m.counters, c)
-		if f.DBName != "" && (f.Creatable || f.Updatable || f.Readable) {
-			m.columns = append(m.columns, f.DBName)
-		}
 	}
 	if len(m.counters) == 0 {
 		return m, nil // a model without counters: callbacks skip it; the API reports ErrUnknownCounter
 	}
 	key, err := newRecordKey(s)
 	if err != nil {
-		return nil, err
+		return &modelMeta{typ: m.typ, columns: m.columns}, err
 	}
 	m.key = key
 	return m, nil
@@ -146,9 +147,36 @@ func (m *modelMeta) counter(name string) (*counter, error) {
 
 // field returns the counter field of a struct value; ok is false when the path
 // runs through a nil embedded pointer.
-func (c *counter) field(v reflect.Value) (reflect.Value, bool) {
-	f, err := v.FieldByIndexErr(c.index)
-	return f, err == nil
+// Setting it allocates nil embedded structs on the way, as gorm's scanner does.
+func (c *counter) field(v reflect.Value) (reflect.Value, bool) { return walk(v, c.index, true) }
+
+// fieldAt reads a field by its gorm index path; ok is false when the path runs
+// through a nil embedded pointer.
+func fieldAt(v reflect.Value, index []int) (reflect.Value, bool) { return walk(v, index, false) }
+
+// walk follows a gorm field index path. gorm writes -i-1 for field i when it
+// is a pointer to an embedded struct, dereferenced on the way; a nil one is
+// allocated when alloc is set (and the struct can be changed), else it ends
+// the walk with ok false.
+func walk(v reflect.Value, index []int, alloc bool) (reflect.Value, bool) {
+	for n, i := range index {
+		if i >= 0 {
+			v = v.Field(i)
+			continue
+		}
+		v = v.Field(-i - 1)
+		if n == len(index)-1 {
+			break
+		}
+		if v.IsNil() {
+			if !alloc || !v.CanSet() {
+				return v, false
+			}
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		v = v.Elem()
+	}
+	return v, true
 }
 
 // set stores n into the counter field of struct value v, saturating at the

@@ -2,6 +2,7 @@ package slotted
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 
 	"gorm.io/gorm"
@@ -15,7 +16,9 @@ type Plugin struct {
 	cfg      Config
 	sql      statements
 	models   sync.Map // reflect.Type -> *modelResult: metadata is built once per model type
-	prepared sync.Map // *sql.DB -> *gorm.PreparedStmtDB: the plugin's own statement cache
+	prepared sync.Map // *sql.DB -> *stmtPool: the plugin's own prepared statements
+	stats    stats
+	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which
@@ -31,6 +34,16 @@ func (p *Plugin) Name() string { return pluginName }
 // plugin's statements for the database's dialect, migrates the counter table
 // (unless disabled) and registers the auto-fill callbacks.
 func (p *Plugin) Initialize(db *gorm.DB) error {
+	if p.db != nil {
+		// gorm.Open initializes a config's plugins again for every connection
+		// opened from a copy of it: dbresolver does so for its sources and
+		// replicas, which are only connection pools of the DB already set up.
+		if reflect.ValueOf(db.Config.Plugins).Pointer() == reflect.ValueOf(p.db.Config.Plugins).Pointer() {
+			return nil
+		}
+		return fmt.Errorf("%w: this Plugin is registered on another *gorm.DB already; call slotted.New for each", ErrInvalidConfig)
+	}
+	p.db = db
 	cfg, err := p.cfg.withDefaults()
 	if err != nil {
 		return err
@@ -63,6 +76,15 @@ func pluginOf(db *gorm.DB) (*Plugin, error) {
 		return nil, db.Error
 	}
 	return p, nil
+}
+
+// StatsOf returns the Stats of the plugin registered on db.
+func StatsOf(db *gorm.DB) (Stats, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return Stats{}, err
+	}
+	return p.Stats(), nil
 }
 
 // Table returns db scoped to the counter table, for reading slot rows directly:

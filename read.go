@@ -172,7 +172,8 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 	for i, id := range ids {
 		idVals[i] = id
 	}
-	tx := db.Session(&gorm.Session{NewDB: true})
+	tx := db.Session(&gorm.Session{NewDB: true, Initialized: true})
+	inherit(tx.Statement, db.Statement, false)
 	rows, err := tx.Table(p.cfg.Table).
 		Select("?, ?, SUM(?)", clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "count"}).
 		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).

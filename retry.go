@@ -6,38 +6,102 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
-// retryable reports whether err is a transient lock conflict that a fresh
-// autocommit statement can get past. It reads driver errors through small
-// interfaces and their stable message prefixes instead of importing every driver:
-//
-//   - PostgreSQL (pgx): SQLSTATE 40P01 deadlock, 40001 serialization failure, 55P03 lock not available;
-//   - MySQL/MariaDB (go-sql-driver formats "Error 1213 (40001): ..."): 1213 deadlock, 1205 lock wait timeout;
-//   - SQLite: SQLITE_BUSY / SQLITE_LOCKED ("database is locked", "database table is locked").
-func retryable(err error) bool {
+// Conflict is the kind of transient lock conflict a database error reports.
+type Conflict int
+
+const (
+	NoConflict           Conflict = iota // not a lock conflict (or no error)
+	Deadlock                             // MySQL 1213, PostgreSQL 40P01
+	LockTimeout                          // MySQL 1205 (innodb_lock_wait_timeout), PostgreSQL 55P03 (lock_timeout)
+	SerializationFailure                 // PostgreSQL 40001
+	Busy                                 // SQLite SQLITE_BUSY / SQLITE_LOCKED ("database is locked")
+)
+
+func (c Conflict) String() string {
+	switch c {
+	case Deadlock:
+		return "deadlock"
+	case LockTimeout:
+		return "lock wait timeout"
+	case SerializationFailure:
+		return "serialization failure"
+	case Busy:
+		return "busy"
+	}
+	return "none"
+}
+
+// ConflictOf classifies err. It reads driver errors through small interfaces
+// and their stable message prefixes instead of importing every driver:
+// pgx's SQLState(), go-sql-driver/mysql's "Error 1213 (40001): ..." format,
+// and SQLite's "database is locked" text. Context errors are NoConflict.
+func ConflictOf(err error) Conflict {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
+		return NoConflict
 	}
 	var state interface{ SQLState() string }
 	if errors.As(err, &state) {
 		switch state.SQLState() {
-		case "40P01", "40001", "55P03":
-			return true
+		case "40P01":
+			return Deadlock
+		case "55P03":
+			return LockTimeout
+		case "40001":
+			return SerializationFailure
 		}
-		return false
+		return NoConflict
 	}
-	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, "Error "); ok {
-		if num, _, ok := strings.Cut(rest, " "); ok {
-			if n, err := strconv.Atoi(strings.TrimSuffix(num, ":")); err == nil {
-				return n == 1213 || n == 1205
+	// go-sql-driver/mysql's *MySQLError prints as "Error 1213 (40001): ...";
+	// look along the chain, as another callback may have wrapped it.
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if rest, ok := strings.CutPrefix(e.Error(), "Error "); ok {
+			if num, _, ok := strings.Cut(rest, " "); ok {
+				if n, err := strconv.Atoi(strings.TrimSuffix(num, ":")); err == nil {
+					switch n {
+					case 1213:
+						return Deadlock
+					case 1205:
+						return LockTimeout
+					}
+					return NoConflict
+				}
 			}
 		}
 	}
-	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "database table is locked") ||
-		strings.Contains(msg, "SQLITE_BUSY")
+	msg := err.Error()
+	if strings.Contains(msg, "database is locked") || strings.Contains(msg, "database table is locked") ||
+		strings.Contains(msg, "SQLITE_BUSY") {
+		return Busy
+	}
+	return NoConflict
+}
+
+func retryable(err error) bool { return ConflictOf(err) != NoConflict }
+
+// Stats counts what the plugin's writes ran into since db.Use.
+type Stats struct {
+	Retries   uint64              // statements or transactions run again after a conflict
+	Conflicts map[Conflict]uint64 // conflicts seen, by kind, retried or not (inside a caller's transaction they are returned)
+}
+
+type stats struct {
+	retries   atomic.Uint64
+	conflicts [Busy + 1]atomic.Uint64
+}
+
+// Stats returns the plugin's counters: how often writes hit lock conflicts and were retried.
+func (p *Plugin) Stats() Stats {
+	s := Stats{Retries: p.stats.retries.Load(), Conflicts: map[Conflict]uint64{}}
+	for c := Deadlock; c <= Busy; c++ {
+		if n := p.stats.conflicts[c].Load(); n > 0 {
+			s.Conflicts[c] = n
+		}
+	}
+	return s
 }
 
 // withRetry runs op, retrying transient lock conflicts with full-jitter
@@ -46,11 +110,16 @@ func retryable(err error) bool {
 func (p *Plugin) withRetry(ctx context.Context, inTx bool, op func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := op()
-		if err == nil || inTx || attempt >= p.cfg.MaxRetries || !retryable(err) {
+		if err == nil {
+			return nil
+		}
+		kind := ConflictOf(err)
+		if kind == NoConflict {
 			return err
 		}
-		if ctx == nil {
-			ctx = context.Background()
+		p.stats.conflicts[kind].Add(1)
+		if inTx || attempt >= p.cfg.MaxRetries {
+			return err
 		}
 		ceiling := p.cfg.MinRetryBackoff << min(attempt, 20)
 		if ceiling <= 0 || ceiling > p.cfg.MaxRetryBackoff {
@@ -61,9 +130,10 @@ func (p *Plugin) withRetry(ctx context.Context, inTx bool, op func() error) erro
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return err
+				return errors.Join(ctx.Err(), err)
 			case <-t.C:
 			}
 		}
+		p.stats.retries.Add(1)
 	}
 }

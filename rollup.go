@@ -72,7 +72,7 @@ func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflec
 	for id, structs := range rs.byID {
 		for _, c := range selected {
 			for _, s := range structs {
-				if f, err := s.FieldByIndexErr(c.cacheIndex); err == nil && f.CanSet() {
+				if f, ok := walk(s, c.cacheIndex, true); ok && f.CanSet() {
 					setInt(f, totals[[2]string{c.recordType, id}])
 				}
 			}
@@ -146,7 +146,7 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 	if typ == nil {
 		return prog, fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
 	}
-	m, err := p.metaFor(db, typ, reflect.New(typ).Interface())
+	m, err := p.metaFor(db, typ)
 	if err != nil {
 		return prog, err
 	}
@@ -211,6 +211,6 @@ func (p *Plugin) modelsMeta(db *gorm.DB, models any) (*modelMeta, reflect.Value,
 	if typ == nil {
 		return nil, rv, fmt.Errorf("%w: %T is not a struct, slice of structs, or pointer to one", ErrUnsupportedModel, models)
 	}
-	m, err := p.metaFor(db, typ, reflect.New(typ).Interface())
+	m, err := p.metaFor(db, typ)
 	return m, elem, err
 }

@@ -55,17 +55,6 @@ func TestTransactionJoinsCaller(t *testing.T) {
 	})
 }
 
-func TestAutocommitHasNoBeginCommit(t *testing.T) {
-	testEachDB(t, func(t *testing.T, db *gorm.DB) {
-		post := Post{Title: "autocommit"}
-		require.NoError(t, db.Create(&post).Error)
-		rdb, rec := recorded(db)
-		require.NoError(t, slotted.Increment(rdb, &post, "likes"))
-		require.Len(t, rec.statements(), 1, "a single statement: no BEGIN/COMMIT around it")
-		assert.Contains(t, rec.statements()[0], "INSERT INTO")
-	})
-}
-
 func TestContextCancellation(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		post := Post{Title: "ctx"}

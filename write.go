@@ -2,7 +2,6 @@ package slotted
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -102,7 +101,6 @@ func (p *Plugin) resolve(db *gorm.DB, model any, name string) (c *counter, v ref
 		return nil, v, "", fmt.Errorf("%w: nil model", ErrUnsupportedModel)
 	}
 	v = reflect.ValueOf(model)
-	typ := v.Type()
 	for v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			return nil, v, "", fmt.Errorf("%w: nil %T", ErrUnsupportedModel, model)
@@ -112,7 +110,7 @@ func (p *Plugin) resolve(db *gorm.DB, model any, name string) (c *counter, v ref
 	if v.Kind() != reflect.Struct {
 		return nil, v, "", fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
 	}
-	m, err := p.metaFor(db, typ, model)
+	m, err := p.metaFor(db, v.Type())
 	if err != nil {
 		return nil, v, "", err
 	}
@@ -141,41 +139,8 @@ func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta 
 		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
 		tx := &gorm.DB{Config: db.Config}
 		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
+		inherit(tx.Statement, db.Statement, true)
 		tx.Statement.SQL.WriteString(p.sql.upsert)
 		return db.Callback().Raw().Execute(tx).Error
 	})
-}
-
-// session returns a fresh *gorm.DB for the plugin's statements: the caller's
-// context and connection or transaction, none of its Where/Model state.
-func (p *Plugin) session(db *gorm.DB) *gorm.DB {
-	pool, _ := p.pool(db)
-	tx := db.Session(&gorm.Session{NewDB: true, Initialized: true})
-	tx.Statement.ConnPool = pool
-	return tx
-}
-
-// pool returns the connection pool for the plugin's statements and whether it
-// is the caller's transaction. Outside a transaction statements are prepared
-// once per connection and cached by the plugin, so users need not turn on
-// PrepareStmt (nor SkipDefaultTransaction) for their whole DB. Inside one they
-// run on the transaction as they are, unless the user's DB prepares already.
-func (p *Plugin) pool(db *gorm.DB) (gorm.ConnPool, bool) {
-	cp := db.Statement.ConnPool
-	switch cp.(type) {
-	case *gorm.PreparedStmtDB:
-		return cp, false
-	case gorm.TxCommitter:
-		return cp, true
-	case nil:
-		return db.Config.ConnPool, false
-	case *sql.DB:
-		if ps, ok := p.prepared.Load(cp); ok {
-			return ps.(*gorm.PreparedStmtDB), false
-		}
-		ps, _ := p.prepared.LoadOrStore(cp, gorm.NewPreparedStmtDB(cp, 0, 0))
-		return ps.(*gorm.PreparedStmtDB), false
-	default: // a pool of another plugin's making (dbresolver swaps it per statement): leave it be
-		return cp, false
-	}
 }
