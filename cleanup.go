@@ -141,22 +141,12 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	if err != nil {
 		return prog, err
 	}
-	if opts.BatchSize == 0 {
-		opts.BatchSize = 500
-	}
-	if opts.BatchSize < 0 {
-		return prog, fmt.Errorf("%w: SweepOptions.BatchSize %d", ErrInvalidConfig, opts.BatchSize)
-	}
-	typ := structType(reflect.TypeOf(model))
-	if typ == nil {
-		return prog, fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
-	}
-	m, err := p.metaFor(db, typ)
-	if err != nil {
+	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "SweepOptions.BatchSize"); err != nil {
 		return prog, err
 	}
-	if len(m.counters) == 0 {
-		return prog, fmt.Errorf("%w: %s has no counters", ErrUnknownCounter, typ)
+	m, err := p.modelOf(db, model)
+	if err != nil {
+		return prog, err
 	}
 	types := m.recordTypes()
 	rid := clause.Column{Name: "record_id"}

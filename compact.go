@@ -3,7 +3,6 @@ package slotted
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 
 	"gorm.io/gorm"
@@ -248,14 +247,11 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 	if err != nil {
 		return prog, err
 	}
-	if opts.MinRows == 0 {
-		opts.MinRows = 1
+	if opts.MinRows, err = batchSize(opts.MinRows, 1, "CompactOptions.MinRows"); err != nil {
+		return prog, err
 	}
-	if opts.BatchSize == 0 {
-		opts.BatchSize = 100
-	}
-	if opts.MinRows < 1 || opts.BatchSize < 1 {
-		return prog, fmt.Errorf("%w: CompactOptions MinRows %d, BatchSize %d", ErrInvalidConfig, opts.MinRows, opts.BatchSize)
+	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "CompactOptions.BatchSize"); err != nil {
+		return prog, err
 	}
 	ctx := db.Statement.Context
 	if ctx == nil {

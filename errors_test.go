@@ -83,6 +83,12 @@ func TestBadInputWritesNothing(t *testing.T) {
 			{"load unknown", slotted.ErrUnknownCounter, func() error { return slotted.Load(db, &post, "nope") }},
 			{"load missing key", slotted.ErrMissingPrimaryKey, func() error { return slotted.Load(db, &[]Post{post, {}}) }},
 			{"refof unknown", slotted.ErrUnknownCounter, func() error { _, err := slotted.RefOf(db, &post, "nope"); return err }},
+			{"sweep nil", slotted.ErrUnsupportedModel, func() error { _, err := slotted.Sweep(db, nil, slotted.SweepOptions{}); return err }},
+			{"sweep no counters", slotted.ErrUnknownCounter, func() error { _, err := slotted.Sweep(db, &Base{}, slotted.SweepOptions{}); return err }},
+			{"roll up nil", slotted.ErrUnsupportedModel, func() error { _, err := slotted.RollUpAll(db, nil, slotted.RollUpOptions{}); return err }},
+			{"roll up int", slotted.ErrUnsupportedModel, func() error { return slotted.RollUp(db, 5) }},
+			{"compact negative", slotted.ErrInvalidConfig, func() error { _, err := slotted.CompactAll(db, slotted.CompactOptions{MinRows: -1}); return err }},
+			{"reset unknown", slotted.ErrUnknownCounter, func() error { return slotted.Reset(db, &post, "nope", 1) }},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {

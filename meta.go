@@ -52,6 +52,33 @@ func (p *Plugin) metaFor(db *gorm.DB, typ reflect.Type) (*modelMeta, error) {
 	return p.metaForSchema(db, stmt.Schema)
 }
 
+// modelOf resolves an argument that names a model type, such as &Post{}.
+func (p *Plugin) modelOf(db *gorm.DB, model any) (*modelMeta, error) {
+	var typ reflect.Type
+	if model != nil {
+		typ = structType(reflect.TypeOf(model))
+	}
+	if typ == nil {
+		return nil, fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
+	}
+	m, err := p.metaFor(db, typ)
+	if err == nil && len(m.counters) == 0 {
+		err = fmt.Errorf("%w: %s has no counters", ErrUnknownCounter, typ)
+	}
+	return m, err
+}
+
+// batchSize applies an option's default and rejects negative values.
+func batchSize(n, def int, name string) (int, error) {
+	switch {
+	case n == 0:
+		return def, nil
+	case n < 0:
+		return 0, fmt.Errorf("%w: %s %d", ErrInvalidConfig, name, n)
+	}
+	return n, nil
+}
+
 // metaForSchema is metaFor for callbacks, which already hold the parsed schema.
 // On a bad tag it returns the error and a meta holding only columns, so the
 // omit callbacks still keep counter fields out of the parent table's SQL.

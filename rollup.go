@@ -136,17 +136,10 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 	if err != nil {
 		return prog, err
 	}
-	if opts.BatchSize == 0 {
-		opts.BatchSize = 500
+	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "RollUpOptions.BatchSize"); err != nil {
+		return prog, err
 	}
-	if opts.BatchSize < 0 {
-		return prog, fmt.Errorf("%w: RollUpOptions.BatchSize %d", ErrInvalidConfig, opts.BatchSize)
-	}
-	typ := structType(reflect.TypeOf(model))
-	if typ == nil {
-		return prog, fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
-	}
-	m, err := p.metaFor(db, typ)
+	m, err := p.modelOf(db, model)
 	if err != nil {
 		return prog, err
 	}
@@ -154,9 +147,7 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 	if err != nil {
 		return prog, err
 	}
-	if m.key.index == nil {
-		return prog, fmt.Errorf("%w: %s has no counters", ErrUnsupportedModel, typ)
-	}
+	typ := m.typ
 	ctx := db.Statement.Context
 	if ctx == nil {
 		ctx = context.Background()
