@@ -254,7 +254,8 @@ func TestCompactAll(t *testing.T) {
 	})
 }
 
-// TestCompactAllRacing runs two bulk compactors at once while writers keep incrementing.
+// TestCompactAllRacing runs two bulk compactors at once, each with its own connection pool and plugin as two
+// processes would have, while writers keep incrementing.
 func TestCompactAllRacing(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		refs := make([]slotted.Ref, 30)
@@ -266,11 +267,13 @@ func TestCompactAllRacing(t *testing.T) {
 		var wg sync.WaitGroup
 		var runs atomic.Int64
 		for c := 0; c < 2; c++ {
+			process := openRaw(t, dialect(db))
+			require.NoError(t, process.Use(slotted.New(slotted.Config{DisableAutoMigrate: true})))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-					if _, err := slotted.CompactAll(db, slotted.CompactOptions{BatchSize: 7}); err != nil {
+					if _, err := slotted.CompactAll(process, slotted.CompactOptions{BatchSize: 7}); err != nil {
 						t.Errorf("CompactAll: %v", err)
 						return
 					}

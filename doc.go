@@ -35,6 +35,15 @@
 // ("posts.likes"), and its record_id, the primary key as text ("42"). Ref and
 // AddRef/CountRef name counters directly, without a model.
 //
+// # Lifecycle
+//
+// Compact and CompactAll fold slot rows back into one row per counter, Reset
+// sets a counter from a recount, RollUp and RollUpAll copy totals into a cache
+// column of the parent table, Runner does the periodic part in the
+// background, and Sweep removes counters whose records are gone (hard deletes
+// through gorm remove them already). All of them stay exact while writers keep
+// incrementing. Diagnose reports lock waits and the hottest counters.
+//
 // # Guarantees
 //
 // Every write is one statement. Inside the caller's transaction it joins the
