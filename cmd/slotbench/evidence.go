@@ -218,18 +218,18 @@ func connectionRoom(ctx context.Context, db *gorm.DB, dialect string, workers in
 			return fmt.Errorf("reading Threads_connected: %w", err)
 		}
 		if room := maxConns - used; int64(workers+extra) > room {
-			return fmt.Errorf("%w: the server allows max_connections=%d and %d are in use, so %d more; -workers %d needs %d. "+
-				"Use smaller -workers or raise max_connections", errUsage, maxConns, used, room, workers, workers+extra)
+			return fmt.Errorf("too many workers: the server allows max_connections=%d and %d are in use, so %d more; "+
+				"-workers %d needs %d. Use smaller -workers or raise max_connections", maxConns, used, room, workers, workers+extra)
 		}
 	case dialectPostgres:
 		var maxConns, reserved, used int64
-		if err := db.Raw("SELECT current_setting('max_connections')::int, current_setting('superuser_reserved_connections')::int, " +
+		if err := db.Raw("SELECT current_setting('max_connections')::int, current_setting('superuser_reserved_connections')::int, "+
 			"(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')").Row().Scan(&maxConns, &reserved, &used); err != nil {
 			return fmt.Errorf("reading max_connections: %w", err)
 		}
 		if room := maxConns - reserved - used; int64(workers+extra) > room {
-			return fmt.Errorf("%w: PostgreSQL allows max_connections=%d (%d reserved for superusers) and %d are in use, so %d more; "+
-				"-workers %d needs %d. Use -workers up to %d or raise max_connections", errUsage,
+			return fmt.Errorf("too many workers: PostgreSQL allows max_connections=%d (%d reserved for superusers) and %d are "+
+				"in use, so %d more; -workers %d needs %d. Use -workers up to %d or raise max_connections",
 				maxConns, reserved, used, room, workers, workers+extra, max(room-extra, 0))
 		}
 	}

@@ -38,8 +38,12 @@ type Options struct {
 	Quiet           bool
 }
 
-// errUsage wraps flag errors, so main exits with status 2 for them.
-var errUsage = errors.New("usage")
+var (
+	// errUsage wraps errors in the flags' values, so main exits with status 2.
+	errUsage = errors.New("bad flag")
+	// errFlagSyntax: the flag package has printed the error and the usage already.
+	errFlagSyntax = errors.New("bad command line")
+)
 
 // parseOptions parses args (without the program name). Usage text and flag
 // errors go to stderr.
@@ -70,7 +74,7 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
 		}
-		return o, fmt.Errorf("%w: %v", errUsage, err)
+		return o, fmt.Errorf("%w: %w: %v", errUsage, errFlagSyntax, err)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected argument %q (flags only)", errUsage, fs.Arg(0))
