@@ -62,12 +62,17 @@ func BenchmarkIncrementPaired(b *testing.B) {
 
 // opsPerSec runs fn from benchWriters goroutines for d and returns completed calls per second.
 func opsPerSec(b *testing.B, d time.Duration, fn func() error) float64 {
+	return opsPerSecN(b, d, benchWriters, fn)
+}
+
+// opsPerSecN runs fn from workers goroutines for d and returns completed calls per second.
+func opsPerSecN(b *testing.B, d time.Duration, workers int, fn func() error) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var ops atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
-	for w := 0; w < benchWriters; w++ {
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
