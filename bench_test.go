@@ -6,7 +6,9 @@ import (
 	"log"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,9 +36,9 @@ const benchWriters = 64
 func benchDB(b *testing.B, name string) (*gorm.DB, *sql.DB, BenchPost) {
 	b.Helper()
 	db := openRaw(b, name)
-	// gorm's default logger (what a default &gorm.Config{} gets), writing to stderr instead of stdout so its
-	// slow-query warnings do not split the benchmark result lines.
-	db.Config.Logger = logger.New(log.New(os.Stderr, "\r\n", log.LstdFlags), logger.Config{
+	// gorm's default logger (what a default &gorm.Config{} gets), writing to a file instead of stdout so its
+	// slow-query warnings do not split the benchmark result lines (go test merges stderr into stdout).
+	db.Config.Logger = logger.New(log.New(benchLog(b), "\r\n", log.LstdFlags), logger.Config{
 		SlowThreshold: 200 * time.Millisecond, LogLevel: logger.Warn, IgnoreRecordNotFoundError: false, Colorful: true,
 	})
 	sqlDB, err := db.DB()
@@ -59,6 +61,26 @@ func benchDB(b *testing.B, name string) (*gorm.DB, *sql.DB, BenchPost) {
 		b.Fatal(err)
 	}
 	return db, sqlDB, post
+}
+
+var (
+	benchLogOnce sync.Once
+	benchLogFile *os.File
+)
+
+// benchLog is where benchmarks' gorm loggers write: $SLOTTED_BENCH_LOG, or a file in the temp directory.
+func benchLog(b *testing.B) *os.File {
+	benchLogOnce.Do(func() {
+		path := os.Getenv("SLOTTED_BENCH_LOG")
+		if path == "" {
+			path = filepath.Join(os.TempDir(), "slotted-bench.log")
+		}
+		var err error
+		if benchLogFile, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	})
+	return benchLogFile
 }
 
 // parallel runs fn from benchWriters goroutines.
