@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -84,20 +83,7 @@ func benchLog(b *testing.B) *os.File {
 }
 
 // parallel runs fn from benchWriters goroutines.
-func parallel(b *testing.B, fn func() error) {
-	b.SetParallelism((benchWriters + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := fn(); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
-}
+func parallel(b *testing.B, fn func() error) { parallelN(b, benchWriters, fn) }
 
 // BenchmarkIncrementHot compares, at 64 writers on one record and 100 slots:
 //   - plugin:     slotted.Increment through gorm with a default gorm.Config;
