@@ -1,6 +1,7 @@
 package slotted
 
 import (
+	"database/sql/driver"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -32,10 +33,18 @@ func (p *Plugin) registerCleanup(db *gorm.DB) error {
 }
 
 // collectDeleted records which record ids a hard delete is about to remove.
+// Where it cannot know them exactly it removes nothing: orphaned counters are
+// harmless and Sweep finds them, deleting a live record's counters is not.
 func (p *Plugin) collectDeleted(db *gorm.DB) {
 	s := db.Statement
 	if db.Error != nil || s.Schema == nil || (len(s.Schema.DeleteClauses) > 0 && !s.Unscoped) {
 		return // soft delete: the record and its counters stay
+	}
+	if (s.Table != "" && s.Table != s.Schema.Table) || s.TableExpr != nil {
+		return // the model's struct, another table's rows
+	}
+	if _, limited := s.Clauses["LIMIT"]; limited {
+		return // MySQL's DELETE ... LIMIT: which rows go is decided by the server
 	}
 	m, err := p.metaForSchema(db, s.Schema)
 	if err != nil || len(m.counters) == 0 {
@@ -47,10 +56,18 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 		db.InstanceSet(deletedIDs, rs.ids)
 		return
 	}
-	// Conditions decide the rows: select their keys the way the DELETE will find them.
+	// Conditions decide the rows: select their keys the way the DELETE will
+	// find them, locking them (outside SQLite, whose write lock the delete's
+	// transaction holds anyway) so that none can stop matching in between.
 	matched := reflect.New(reflect.SliceOf(m.typ))
 	q := WithoutFill(db.Session(&gorm.Session{NewDB: true})).Model(reflect.New(m.typ).Interface()).Select(m.key.column)
+	if s.Unscoped {
+		q = q.Unscoped()
+	}
 	q = q.Clauses(where.Expression)
+	if db.Dialector.Name() != "sqlite" {
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
 	if len(rs.ids) > 0 {
 		keys := make([]any, 0, len(rs.ids))
 		for _, id := range rs.ids {
@@ -148,6 +165,9 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	if err != nil {
 		return prog, err
 	}
+	if err := m.key.sweepable(); err != nil {
+		return prog, err
+	}
 	types := m.recordTypes()
 	rid := clause.Column{Name: "record_id"}
 	after := ""
@@ -200,7 +220,8 @@ func (p *Plugin) orphans(db *gorm.DB, m *modelMeta, ids []string) ([]any, error)
 	}
 	found := reflect.New(reflect.SliceOf(m.typ))
 	if len(keys) > 0 {
-		err := WithoutFill(db.Session(&gorm.Session{NewDB: true})).Model(reflect.New(m.typ).Interface()).Select(m.key.column).
+		// Unscoped: a soft-deleted record still owns its counters.
+		err := WithoutFill(db.Session(&gorm.Session{NewDB: true})).Unscoped().Model(reflect.New(m.typ).Interface()).Select(m.key.column).
 			Where(clause.IN{Column: clause.Column{Name: m.key.column}, Values: keys}).Find(found.Interface()).Error
 		if err != nil {
 			return nil, err
@@ -214,6 +235,27 @@ func (p *Plugin) orphans(db *gorm.DB, m *modelMeta, ids []string) ([]any, error)
 		}
 	}
 	return out, nil
+}
+
+// sweepable reports whether record ids can be turned back into keys to look
+// records up by: integers and strings can; other types only if their Value
+// is text or an integer (a uuid.UUID, say), not bytes written out as hex.
+func (k recordKey) sweepable() error {
+	if k.kind != reflect.Interface {
+		return nil
+	}
+	if k.typ.Kind() == reflect.Pointer {
+		return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.typ)
+	}
+	if v, ok := reflect.New(k.typ).Elem().Interface().(driver.Valuer); ok {
+		if dv, err := v.Value(); err == nil {
+			switch dv.(type) {
+			case string, int64:
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.typ)
 }
 
 // parse turns a record_id back into a primary key value to query the parent

@@ -130,14 +130,26 @@ func (p *Plugin) rewrite(db *gorm.DB, refs []Ref, reset *int64) (removed int64, 
 				keep = append(keep, row)
 			}
 		}
-		if reset != nil { // counters without rows get one
+		if reset != nil && *reset != 0 { // counters without rows get one
 			have := map[Ref]bool{}
 			for _, r := range rows {
 				have[Ref{string(r.RecordType), string(r.RecordID)}] = true
 			}
 			for _, ref := range refs {
-				if !have[ref] && *reset != 0 {
-					keep = append(keep, SlottedCounter{RecordType: Key(ref.Type), RecordID: Key(ref.ID), Count: *reset})
+				if have[ref] {
+					continue
+				}
+				// Nothing was locked for this counter, so a writer may create
+				// its slot 0 meanwhile (and another Reset may too): set it
+				// rather than insert it. An increment overwritten here raced
+				// the reset and is ordered before it.
+				row := SlottedCounter{RecordType: Key(ref.Type), RecordID: Key(ref.ID), Count: *reset}
+				err := tx.Table(p.cfg.Table).Clauses(clause.OnConflict{
+					Columns:   []clause.Column{{Name: "record_type"}, {Name: "record_id"}, {Name: "slot"}},
+					DoUpdates: clause.Set{{Column: clause.Column{Name: "count"}, Value: *reset}},
+				}).Create(&row).Error
+				if err != nil {
+					return err
 				}
 			}
 		}

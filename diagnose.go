@@ -68,7 +68,8 @@ type CounterInfo struct {
 //	SELECT l.lock_table, COUNT(DISTINCT w.requesting_trx_id), MAX(TIMESTAMPDIFF(MICROSECOND, t.trx_wait_started, NOW(6)))
 //	FROM information_schema.innodb_lock_waits w
 //	JOIN information_schema.innodb_locks l ON l.lock_id = w.requested_lock_id
-//	JOIN information_schema.innodb_trx t ON t.trx_id = w.requesting_trx_id GROUP BY l.lock_table
+//	JOIN information_schema.innodb_trx t ON t.trx_id = w.requesting_trx_id
+//	WHERE l.lock_table LIKE '`<current database>`.%' GROUP BY l.lock_table
 //	SHOW GLOBAL STATUS LIKE 'Innodb_row_lock%'   -- and Innodb_deadlocks
 //
 // MySQL 8 (where those views are gone): the same from performance_schema.data_lock_waits
@@ -76,7 +77,9 @@ type CounterInfo struct {
 // it refreshes only when it has not been read for 100 ms, so poll Diagnose
 // less often than that; Innodb_row_lock_current_waits in Server is live.
 //
-// PostgreSQL (waiting backends holding a lock on the table, i.e. inside a statement on it):
+// PostgreSQL (waiting backends holding a lock on the table, i.e. inside a
+// statement on it; a transaction that touched several of the tables is
+// counted under each):
 //
 //	SELECT c.relname, count(DISTINCT a.pid), max(now() - a.query_start)
 //	FROM pg_stat_activity a
@@ -157,6 +160,7 @@ func mysqlLockWaits(tx *gorm.DB) (map[string]TableLockWaits, error) {
 		FROM information_schema.innodb_lock_waits w
 		JOIN information_schema.innodb_locks l ON l.lock_id = w.requested_lock_id
 		JOIN information_schema.innodb_trx t ON t.trx_id = w.requesting_trx_id
+		WHERE l.lock_table LIKE CONCAT(CHAR(96), DATABASE(), CHAR(96), '.%')
 		GROUP BY l.lock_table`).Scan(&rows).Error
 	if err != nil { // MySQL 8 removed those views
 		rows = nil

@@ -2,6 +2,8 @@ package slotted
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 
 	"gorm.io/gorm"
 )
@@ -32,24 +34,43 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	base := db.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true})
 	return p.withRetry(ctx, false, func() error {
 		if db.Dialector.Name() != "sqlite" {
-			return base.Transaction(fn)
+			// READ COMMITTED on InnoDB too: locking reads then take no gap locks,
+			// so two rewrites of neighbouring new counters do not deadlock on
+			// inserts into the same gap. Exactness never relied on them: only
+			// rows locked by the transaction are summed and deleted.
+			return base.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 		}
 		return base.Connection(func(conn *gorm.DB) (err error) {
 			if err := conn.Exec("BEGIN IMMEDIATE").Error; err != nil {
 				return err
 			}
 			defer func() {
-				if r := recover(); r != nil {
-					conn.Exec("ROLLBACK")
+				switch r := recover(); {
+				case r != nil:
+					endSQLite(conn, "ROLLBACK")
 					panic(r)
+				case err != nil:
+					endSQLite(conn, "ROLLBACK")
+				default:
+					if err = endSQLite(conn, "COMMIT"); err != nil {
+						endSQLite(conn, "ROLLBACK") // a COMMIT refused with SQLITE_BUSY leaves the transaction open
+					}
 				}
-				if err != nil {
-					conn.Exec("ROLLBACK")
-					return
-				}
-				err = conn.Exec("COMMIT").Error
 			}()
 			return fn(conn.Session(&gorm.Session{NewDB: true})) // a chainable root on the pinned connection
 		})
 	})
+}
+
+// endSQLite ends the transaction on a pinned connection, even when the
+// caller's context is already cancelled. If ROLLBACK fails too, the
+// connection is discarded rather than returned to the pool mid-transaction.
+func endSQLite(conn *gorm.DB, stmt string) error {
+	err := conn.WithContext(context.WithoutCancel(conn.Statement.Context)).Exec(stmt).Error
+	if err != nil && stmt == "ROLLBACK" {
+		if c, ok := conn.Statement.ConnPool.(*sql.Conn); ok {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}
+	return err
 }
