@@ -44,13 +44,27 @@ func RollUp(db *gorm.DB, models any, counters ...string) error {
 }
 
 func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.Value) error {
-	rs, totals, err := p.load(db, m, selected, v, true)
+	rs, err := m.records(v, true)
 	if err != nil || len(rs.ids) == 0 {
 		return err
 	}
+	types := make([]any, len(selected))
+	for i, c := range selected {
+		types[i] = c.recordType
+	}
+	totals := make(map[[2]string]int64, len(rs.ids)*len(selected))
 	for start := 0; start < len(rs.ids); start += loadChunk {
 		ids := rs.ids[start:min(start+loadChunk, len(rs.ids))]
 		err := p.writeTx(db, func(tx *gorm.DB) error {
+			// Read inside the transaction, so that a retried attempt writes fresh totals.
+			for _, id := range ids {
+				for _, c := range selected {
+					delete(totals, [2]string{c.recordType, id})
+				}
+			}
+			if err := p.sums(tx, types, ids, totals); err != nil {
+				return err
+			}
 			for _, id := range ids {
 				s := rs.byID[id][0]
 				cols := make(map[string]any, len(selected))
@@ -71,9 +85,11 @@ func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflec
 	}
 	for id, structs := range rs.byID {
 		for _, c := range selected {
+			n := totals[[2]string{c.recordType, id}]
 			for _, s := range structs {
+				c.set(s, n)
 				if f, ok := walk(s, c.cacheIndex, true); ok && f.CanSet() {
-					setInt(f, totals[[2]string{c.recordType, id}])
+					setInt(f, n)
 				}
 			}
 		}
