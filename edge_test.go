@@ -138,12 +138,7 @@ func TestAutocommitHasNoBeginCommit(t *testing.T) {
 
 func TestCancelDuringRetryBackoff(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
-		tag := Tag{Name: "cancel"}
-		require.NoError(t, slotted.Increment(db, &tag, "uses"))
-		singleConn(t, db)
-		ref, err := slotted.RefOf(db, &tag, "uses")
-		require.NoError(t, err)
-		release := holdLock(t, db, ref)
+		tag, release := lockedTag(t, db, "cancel")
 		defer release()
 		timeout := 300 * time.Millisecond
 		if dialect(db) == dbMySQL {
@@ -152,7 +147,7 @@ func TestCancelDuringRetryBackoff(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		start := time.Now()
-		err = slotted.Increment(db.WithContext(ctx), &tag, "uses")
+		err := slotted.Increment(db.WithContext(ctx), &tag, "uses")
 		require.Error(t, err)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Less(t, time.Since(start), timeout+1200*time.Millisecond, "gave up when the context ended")

@@ -50,15 +50,21 @@ func holdLock(t *testing.T, db *gorm.DB, ref slotted.Ref) (release func()) {
 	return func() { require.NoError(t, tx.Commit().Error) }
 }
 
+// lockedTag makes a one-slot counter, pins db to one fast-failing connection, and locks the counter's row
+// from another connection until release is called.
+func lockedTag(t *testing.T, db *gorm.DB, name string) (tag Tag, release func()) {
+	t.Helper()
+	tag = Tag{Name: name} // slots:1, so the held row is the only row
+	require.NoError(t, slotted.Increment(db, &tag, "uses"))
+	singleConn(t, db)
+	ref, err := slotted.RefOf(db, &tag, "uses")
+	require.NoError(t, err)
+	return tag, holdLock(t, db, ref)
+}
+
 func TestRetryOutsideTransaction(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
-		tag := Tag{Name: "locked"} // slots:1, so the held row is the only row
-		require.NoError(t, slotted.Increment(db, &tag, "uses"))
-		singleConn(t, db)
-		ref, err := slotted.RefOf(db, &tag, "uses")
-		require.NoError(t, err)
-
-		release := holdLock(t, db, ref)
+		tag, release := lockedTag(t, db, "locked")
 		hold := 300 * time.Millisecond
 		if dialect(db) == dbMySQL {
 			hold = 1500 * time.Millisecond // InnoDB's smallest lock wait timeout is 1s
@@ -79,15 +85,10 @@ func TestRetryOutsideTransaction(t *testing.T) {
 
 func TestNoRetryInsideTransaction(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
-		tag := Tag{Name: "locked-tx"}
-		require.NoError(t, slotted.Increment(db, &tag, "uses"))
-		singleConn(t, db)
-		ref, err := slotted.RefOf(db, &tag, "uses")
-		require.NoError(t, err)
-		release := holdLock(t, db, ref)
+		tag, release := lockedTag(t, db, "locked-tx")
 
 		rdb, rec := recorded(db)
-		err = rdb.Transaction(func(tx *gorm.DB) error { return slotted.Increment(tx, &tag, "uses") })
+		err := rdb.Transaction(func(tx *gorm.DB) error { return slotted.Increment(tx, &tag, "uses") })
 		release()
 		require.Error(t, err)
 		assert.True(t, slotted.Retryable(err), "a lock conflict is reported as such: %v", err)
