@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"gorm.io/gorm"
@@ -97,14 +98,15 @@ func (p *Plugin) deleteCounters(db *gorm.DB) {
 	if err != nil {
 		return
 	}
-	if err := p.deleteRows(db.Session(&gorm.Session{NewDB: true}), m.recordTypes(), ids); err != nil {
+	if err := p.deleteRows(db.Session(&gorm.Session{NewDB: true}), recordTypes(m.counters), ids); err != nil {
 		_ = db.AddError(fmt.Errorf("slotted: removing counters of deleted %s: %w", m.typ, err))
 	}
 }
 
-func (m *modelMeta) recordTypes() []any {
-	types := make([]any, len(m.counters))
-	for i, c := range m.counters {
+// recordTypes lists the counters' record types as bind values.
+func recordTypes(counters []*counter) []any {
+	types := make([]any, len(counters))
+	for i, c := range counters {
 		types[i] = c.recordType
 	}
 	return types
@@ -112,8 +114,7 @@ func (m *modelMeta) recordTypes() []any {
 
 // deleteRows removes every slot row of the given record types and ids.
 func (p *Plugin) deleteRows(tx *gorm.DB, types []any, ids []string) error {
-	for start := 0; start < len(ids); start += loadChunk {
-		chunk := ids[start:min(start+loadChunk, len(ids))]
+	for chunk := range slices.Chunk(ids, loadChunk) {
 		vals := make([]any, len(chunk))
 		for i, id := range chunk {
 			vals[i] = id
@@ -168,11 +169,11 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	if err := m.key.sweepable(); err != nil {
 		return prog, err
 	}
-	types := m.recordTypes()
+	types := recordTypes(m.counters)
 	rid := clause.Column{Name: "record_id"}
 	after := ""
 	for {
-		if err := db.Statement.Context.Err(); err != nil {
+		if err := contextOf(db).Err(); err != nil {
 			return prog, err
 		}
 		var ids []string

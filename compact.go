@@ -2,7 +2,7 @@ package slotted
 
 import (
 	"cmp"
-	"context"
+	"iter"
 	"slices"
 
 	"gorm.io/gorm"
@@ -108,13 +108,7 @@ func (p *Plugin) rewrite(db *gorm.DB, refs []Ref, reset *int64) (removed int64, 
 		}
 		var drop []SlottedCounter // the locked rows to delete, in key order
 		var keep []SlottedCounter
-		for start := 0; start < len(rows); {
-			end := start + 1
-			for end < len(rows) && rows[end].RecordType == rows[start].RecordType && rows[end].RecordID == rows[start].RecordID {
-				end++
-			}
-			group := rows[start:end]
-			start = end
+		for group := range runs(rows, sameCounter) {
 			if reset == nil && len(group) < 2 {
 				continue
 			}
@@ -153,8 +147,8 @@ func (p *Plugin) rewrite(db *gorm.DB, refs []Ref, reset *int64) (removed int64, 
 				}
 			}
 		}
-		for start := 0; start < len(drop); start += rewriteChunk {
-			res := tx.Table(p.cfg.Table).Where(slotsCondition(drop[start:min(start+rewriteChunk, len(drop))])).Delete(&SlottedCounter{})
+		for chunk := range slices.Chunk(drop, rewriteChunk) {
+			res := tx.Table(p.cfg.Table).Where(slotsCondition(chunk)).Delete(&SlottedCounter{})
 			if res.Error != nil {
 				return res.Error
 			}
@@ -178,14 +172,12 @@ func (p *Plugin) rewrite(db *gorm.DB, refs []Ref, reset *int64) (removed int64, 
 func refsCondition(refs []Ref) clause.Expression {
 	rt, rid := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}
 	var or []clause.Expression
-	for start := 0; start < len(refs); {
-		end := start
-		var ids []any
-		for ; end < len(refs) && refs[end].Type == refs[start].Type; end++ {
-			ids = append(ids, refs[end].ID)
+	for group := range runs(refs, func(a, b Ref) bool { return a.Type == b.Type }) {
+		ids := make([]any, len(group))
+		for i, r := range group {
+			ids[i] = r.ID
 		}
-		or = append(or, clause.And(clause.Eq{Column: rt, Value: refs[start].Type}, clause.IN{Column: rid, Values: ids}))
-		start = end
+		or = append(or, clause.And(clause.Eq{Column: rt, Value: group[0].Type}, clause.IN{Column: rid, Values: ids}))
 	}
 	return clause.Or(or...)
 }
@@ -195,17 +187,36 @@ func refsCondition(refs []Ref) clause.Expression {
 func slotsCondition(rows []SlottedCounter) clause.Expression {
 	rt, rid, slot := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "slot"}
 	var or []clause.Expression
-	for start := 0; start < len(rows); {
-		end := start
-		var slots []any
-		for ; end < len(rows) && rows[end].RecordType == rows[start].RecordType && rows[end].RecordID == rows[start].RecordID; end++ {
-			slots = append(slots, rows[end].Slot)
+	for group := range runs(rows, sameCounter) {
+		slots := make([]any, len(group))
+		for i, r := range group {
+			slots[i] = r.Slot
 		}
-		or = append(or, clause.And(clause.Eq{Column: rt, Value: string(rows[start].RecordType)},
-			clause.Eq{Column: rid, Value: string(rows[start].RecordID)}, clause.IN{Column: slot, Values: slots}))
-		start = end
+		or = append(or, clause.And(clause.Eq{Column: rt, Value: string(group[0].RecordType)},
+			clause.Eq{Column: rid, Value: string(group[0].RecordID)}, clause.IN{Column: slot, Values: slots}))
 	}
 	return clause.Or(or...)
+}
+
+func sameCounter(a, b SlottedCounter) bool {
+	return a.RecordType == b.RecordType && a.RecordID == b.RecordID
+}
+
+// runs yields the runs of consecutive elements of xs that same puts together
+// (rows sorted by key, grouped by counter).
+func runs[T any](xs []T, same func(a, b T) bool) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for start := 0; start < len(xs); {
+			end := start + 1
+			for end < len(xs) && same(xs[start], xs[end]) {
+				end++
+			}
+			if !yield(xs[start:end]) {
+				return
+			}
+			start = end
+		}
+	}
 }
 
 func compareRefs(a, b Ref) int {
@@ -265,10 +276,7 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "CompactOptions.BatchSize"); err != nil {
 		return prog, err
 	}
-	ctx := db.Statement.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := contextOf(db)
 	after := opts.After
 	for {
 		if err := ctx.Err(); err != nil {

@@ -133,8 +133,8 @@ func Diagnose(db *gorm.DB, opts DiagnoseOptions) (Diagnosis, error) {
 		}
 	}
 	if !opts.SkipHottest {
-		if d.MostRows, err = p.hottest(tx, opts, "COUNT(*)"); err == nil {
-			d.LargestTotals, err = p.hottest(tx, opts, "SUM(?)")
+		if d.MostRows, err = p.hottest(tx, opts, false); err == nil {
+			d.LargestTotals, err = p.hottest(tx, opts, true)
 		}
 	}
 	return d, err
@@ -235,11 +235,11 @@ func postgresLockWaits(tx *gorm.DB, tables []string) (map[string]TableLockWaits,
 	return out, nil
 }
 
-// hottest lists the top counters ordered by an aggregate ("COUNT(*)" or "SUM(?)" of count).
-func (p *Plugin) hottest(tx *gorm.DB, opts DiagnoseOptions, order string) ([]CounterInfo, error) {
+// hottest lists the top counters by number of slot rows, or by total.
+func (p *Plugin) hottest(tx *gorm.DB, opts DiagnoseOptions, byTotal bool) ([]CounterInfo, error) {
 	rt, rid, cnt := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "count"}
 	orderBy := clause.Expr{SQL: "COUNT(*) DESC"}
-	if order != "COUNT(*)" {
+	if byTotal {
 		orderBy = clause.Expr{SQL: "SUM(?) DESC", Vars: []any{cnt}}
 	}
 	q := tx.Table(p.cfg.Table).Select("?, ?, COUNT(*), SUM(?)", rt, rid, cnt).

@@ -3,6 +3,7 @@ package slotted
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -109,8 +110,25 @@ func structType(t reflect.Type) reflect.Type {
 // rows are set to 0. strict makes a record without a primary key an error;
 // auto-fill leaves such records alone (a Select that skipped the key column).
 func (p *Plugin) fill(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.Value, strict bool) error {
-	_, _, err := p.load(db, m, selected, v, strict)
-	return err
+	rs, err := m.records(v, strict)
+	if err != nil || len(rs.ids) == 0 || len(selected) == 0 {
+		return err
+	}
+	totals := make(map[[2]string]int64, len(rs.ids)*len(selected))
+	for chunk := range slices.Chunk(rs.ids, loadChunk) {
+		if err := p.sums(db, recordTypes(selected), chunk, totals); err != nil {
+			return err
+		}
+	}
+	for id, structs := range rs.byID {
+		for _, c := range selected {
+			n := totals[[2]string{c.recordType, id}]
+			for _, s := range structs {
+				c.set(s, n)
+			}
+		}
+	}
+	return nil
 }
 
 // records groups the structs of one load by record_id, in first-seen order.
@@ -136,34 +154,6 @@ func (m *modelMeta) records(v reflect.Value, strict bool) (records, error) {
 		rs.byID[id] = append(rs.byID[id], s)
 	})
 	return rs, err
-}
-
-// load is fill that also returns the records and their totals, keyed by (record_type, record_id).
-func (p *Plugin) load(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.Value, strict bool) (records, map[[2]string]int64, error) {
-	rs, err := m.records(v, strict)
-	if err != nil || len(rs.ids) == 0 || len(selected) == 0 {
-		return rs, nil, err
-	}
-	types := make([]any, len(selected))
-	for i, c := range selected {
-		types[i] = c.recordType
-	}
-	totals := make(map[[2]string]int64, len(rs.ids)*len(selected))
-	for start := 0; start < len(rs.ids); start += loadChunk {
-		chunk := rs.ids[start:min(start+loadChunk, len(rs.ids))]
-		if err := p.sums(db, types, chunk, totals); err != nil {
-			return rs, nil, err
-		}
-	}
-	for id, structs := range rs.byID {
-		for _, c := range selected {
-			n := totals[[2]string{c.recordType, id}]
-			for _, s := range structs {
-				c.set(s, n)
-			}
-		}
-	}
-	return rs, totals, nil
 }
 
 // sums reads the totals of several counters of several records in one GROUP BY.

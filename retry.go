@@ -80,8 +80,6 @@ func ConflictOf(err error) Conflict {
 	return NoConflict
 }
 
-func retryable(err error) bool { return ConflictOf(err) != NoConflict }
-
 // Stats counts what the plugin's writes ran into since db.Use.
 type Stats struct {
 	Retries   uint64              // statements or transactions run again after a conflict

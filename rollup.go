@@ -1,9 +1,9 @@
 package slotted
 
 import (
-	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -48,13 +48,9 @@ func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflec
 	if err != nil || len(rs.ids) == 0 {
 		return err
 	}
-	types := make([]any, len(selected))
-	for i, c := range selected {
-		types[i] = c.recordType
-	}
+	types := recordTypes(selected)
 	totals := make(map[[2]string]int64, len(rs.ids)*len(selected))
-	for start := 0; start < len(rs.ids); start += loadChunk {
-		ids := rs.ids[start:min(start+loadChunk, len(rs.ids))]
+	for ids := range slices.Chunk(rs.ids, loadChunk) {
 		err := p.writeTx(db, func(tx *gorm.DB) error {
 			// Read inside the transaction, so that a retried attempt writes fresh totals.
 			for _, id := range ids {
@@ -164,10 +160,7 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 		return prog, err
 	}
 	typ := m.typ
-	ctx := db.Statement.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := contextOf(db)
 	pk := clause.Column{Name: m.key.column}
 	after := opts.After
 	for {

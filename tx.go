@@ -8,6 +8,14 @@ import (
 	"gorm.io/gorm"
 )
 
+// contextOf is the caller's context (db.WithContext), or Background.
+func contextOf(db *gorm.DB) context.Context {
+	if ctx := db.Statement.Context; ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
 // inTransaction reports whether db runs inside the caller's transaction.
 func inTransaction(db *gorm.DB) bool {
 	_, ok := db.Statement.ConnPool.(gorm.TxCommitter)
@@ -27,10 +35,7 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 		return fn(db.Session(&gorm.Session{NewDB: true}))
 	}
 	// Statements inside fn must not open gorm's default transaction of their own.
-	ctx := db.Statement.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := contextOf(db)
 	base := db.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true})
 	return p.withRetry(ctx, false, func() error {
 		if db.Dialector.Name() != "sqlite" {

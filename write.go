@@ -1,7 +1,6 @@
 package slotted
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -130,10 +129,7 @@ func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta 
 		return nil
 	}
 	pool, inTx := p.pool(db)
-	ctx := db.Statement.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := contextOf(db)
 	return p.withRetry(ctx, inTx, func() error {
 		// A fresh slot on each attempt: the one that conflicted is the hottest.
 		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
