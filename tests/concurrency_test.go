@@ -1,4 +1,4 @@
-package slotted_test
+package tests
 
 import (
 	"fmt"
@@ -133,7 +133,7 @@ func TestConcurrentTransactions(t *testing.T) {
 					committed++
 					mu.Unlock()
 				case err == errRollback:
-				case slotted.Retryable(err):
+				case retryable(err):
 					// A transaction's deadlock or busy error is the caller's to retry; the count must stay exact.
 				default:
 					return err

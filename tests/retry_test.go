@@ -1,4 +1,4 @@
-package slotted_test
+package tests
 
 import (
 	"errors"
@@ -91,7 +91,7 @@ func TestNoRetryInsideTransaction(t *testing.T) {
 		err := rdb.Transaction(func(tx *gorm.DB) error { return slotted.Increment(tx, &tag, "uses") })
 		release()
 		require.Error(t, err)
-		assert.True(t, slotted.Retryable(err), "a lock conflict is reported as such: %v", err)
+		assert.True(t, retryable(err), "a lock conflict is reported as such: %v", err)
 		assert.Equal(t, 1, rec.count("INSERT INTO"), "not retried inside the caller's transaction")
 		n, err := slotted.Count(db, &tag, "uses")
 		require.NoError(t, err)
@@ -124,7 +124,7 @@ func TestRetryableDeadlock(t *testing.T) {
 		second := <-errs
 		deadlock := errors.Join(first, second)
 		require.Error(t, deadlock)
-		assert.True(t, slotted.Retryable(deadlock), "%v", deadlock)
-		assert.False(t, slotted.Retryable(errors.New("Error 1062 (23000): Duplicate entry")))
+		assert.True(t, retryable(deadlock), "%v", deadlock)
+		assert.False(t, retryable(errors.New("Error 1062 (23000): Duplicate entry")))
 	})
 }

@@ -1,4 +1,4 @@
-package slotted_test
+package tests
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func exampleDB() (*gorm.DB, func()) {
 	return db, func() { os.RemoveAll(dir) }
 }
 
-func ExampleIncrement() {
+func Example_increment() {
 	db, done := exampleDB()
 	defer done()
 
@@ -47,7 +47,7 @@ func ExampleIncrement() {
 	// Output: 3 3
 }
 
-func ExampleLoad() {
+func Example_load() {
 	db, done := exampleDB()
 	defer done()
 
@@ -68,7 +68,7 @@ func ExampleLoad() {
 	// 5 7
 }
 
-func ExampleAddRef() {
+func Example_addRef() {
 	db, done := exampleDB()
 	defer done()
 
@@ -81,7 +81,7 @@ func ExampleAddRef() {
 	// Output: 5
 }
 
-func ExampleRefOf() {
+func Example_refOf() {
 	db, done := exampleDB()
 	defer done()
 
