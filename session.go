@@ -4,9 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"maps"
+	"strings"
 
 	"gorm.io/gorm"
 )
+
+// The caller's *gorm.DB decides where the plugin's statements run: its
+// context, its transaction (joined, never retried) or connection pool, and
+// its dbresolver routing. Everything here derives the plugin's sessions from it.
 
 // contextOf is the caller's context (db.WithContext), or Background.
 func contextOf(db *gorm.DB) context.Context {
@@ -20,6 +26,71 @@ func contextOf(db *gorm.DB) context.Context {
 func inTransaction(db *gorm.DB) bool {
 	_, ok := db.Statement.ConnPool.(gorm.TxCommitter)
 	return ok
+}
+
+// pool returns the connection pool for the plugin's statements and whether it
+// is the caller's transaction. On a plain *sql.DB statements are prepared by
+// the plugin, so users need not turn on PrepareStmt (nor
+// SkipDefaultTransaction) for their whole DB. Transactions, the user's own
+// prepared pools and other plugins' pools are used as they are.
+func (p *Plugin) pool(db *gorm.DB) (gorm.ConnPool, bool) {
+	cp := db.Statement.ConnPool
+	switch cp := cp.(type) {
+	case gorm.TxCommitter:
+		return db.Statement.ConnPool, true
+	case *sql.DB:
+		if sp, ok := p.prepared.Load(cp); ok {
+			return sp.(*stmtPool), false
+		}
+		sp, _ := p.prepared.LoadOrStore(cp, &stmtPool{DB: cp})
+		return sp.(*stmtPool), false
+	case nil:
+		return db.Config.ConnPool, false
+	}
+	return cp, false
+}
+
+// inherit carries the caller's routing state into a statement the plugin
+// builds from scratch: settings (dbresolver.Write/Read live there) and
+// plugin-namespaced clauses (dbresolver.Use). With all set (raw SQL, where
+// clauses do not change the statement) every clause is carried.
+func inherit(dst, src *gorm.Statement, all bool) {
+	src.Settings.Range(func(k, v any) bool {
+		dst.Settings.Store(k, v)
+		return true
+	})
+	if len(src.Clauses) == 0 {
+		return
+	}
+	if all {
+		dst.Clauses = maps.Clone(src.Clauses)
+		return
+	}
+	for name, c := range src.Clauses {
+		if strings.Contains(name, ":") {
+			dst.Clauses[name] = c
+		}
+	}
+}
+
+// routed returns a fresh, chainable *gorm.DB for a statement the plugin builds
+// with gorm's builders: the caller's context, connection or transaction and
+// routing, none of its Where/Model state.
+func routed(db *gorm.DB) *gorm.DB {
+	tx := db.Session(&gorm.Session{NewDB: true, Initialized: true})
+	inherit(tx.Statement, db.Statement, false)
+	return tx
+}
+
+// session returns a fresh *gorm.DB for the plugin's raw statements: the
+// caller's context, connection or transaction and routing, none of its
+// Where/Model state.
+func (p *Plugin) session(db *gorm.DB) *gorm.DB {
+	pool, _ := p.pool(db)
+	tx := db.Session(&gorm.Session{NewDB: true, Initialized: true})
+	tx.Statement.ConnPool = pool
+	inherit(tx.Statement, db.Statement, true)
+	return tx
 }
 
 // writeTx runs fn in a write transaction. Inside the caller's transaction fn
@@ -38,7 +109,7 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	ctx := contextOf(db)
 	base := db.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true})
 	return p.withRetry(ctx, false, func() error {
-		if db.Dialector.Name() != "sqlite" {
+		if !p.dialect.immediateTx {
 			// READ COMMITTED on InnoDB too: locking reads then take no gap locks,
 			// so two rewrites of neighbouring new counters do not deadlock on
 			// inserts into the same gap. Exactness never relied on them: only
