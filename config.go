@@ -86,3 +86,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// batchSize applies an option's default and rejects negative values.
+func batchSize(n, def int, name string) (int, error) {
+	switch {
+	case n == 0:
+		return def, nil
+	case n < 0:
+		return 0, fmt.Errorf("%w: %s %d", ErrInvalidConfig, name, n)
+	}
+	return n, nil
+}

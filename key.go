@@ -104,3 +104,38 @@ func formatKey(v any) (string, error) {
 	}
 	return "", fmt.Errorf("%w: %T has no usable String or Value method", ErrUnsupportedKey, v)
 }
+
+// sweepable reports whether record ids can be turned back into keys to look
+// records up by: integers and strings can; other types only if their Value
+// is text or an integer (a uuid.UUID, say), not bytes written out as hex.
+func (k recordKey) sweepable() error {
+	if k.kind != reflect.Interface {
+		return nil
+	}
+	if k.typ.Kind() == reflect.Pointer {
+		return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.typ)
+	}
+	if v, ok := reflect.New(k.typ).Elem().Interface().(driver.Valuer); ok {
+		if dv, err := v.Value(); err == nil {
+			switch dv.(type) {
+			case string, int64:
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.typ)
+}
+
+// parse turns a record_id back into a primary key value to query the parent
+// table with; ok is false when no record of this model can have that id.
+func (k recordKey) parse(id string) (any, bool) {
+	switch k.kind {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(id, 10, k.typ.Bits())
+		return n, err == nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(id, 10, k.typ.Bits())
+		return n, err == nil
+	}
+	return id, true // strings, and types gorm binds from their text form
+}

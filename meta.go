@@ -39,8 +39,17 @@ type modelResult struct {
 	err  error
 }
 
-// metaFor returns the metadata of a struct type, parsing the gorm schema on first use.
-func (p *Plugin) metaFor(db *gorm.DB, typ reflect.Type) (*modelMeta, error) {
+// The plugin's arguments name models in three ways; each has one lookup:
+//
+//	target      one record and one counter, e.g. (&post, "likes"): Add, Count, Compact, Reset, RefOf
+//	modelArg    a model type, e.g. &Post{}: Sweep, RollUpAll
+//	modelsArg   records to fill or roll up, e.g. &posts: Load, RollUp
+//
+// All of them end in metaOfType or, in callbacks that hold gorm's parsed
+// schema already, metaOfSchema: the per-type cache.
+
+// metaOfType returns the metadata of a struct type, parsing the gorm schema on first use.
+func (p *Plugin) metaOfType(db *gorm.DB, typ reflect.Type) (*modelMeta, error) {
 	if r, ok := p.models.Load(typ); ok {
 		r := r.(*modelResult)
 		return r.meta, r.err
@@ -49,40 +58,13 @@ func (p *Plugin) metaFor(db *gorm.DB, typ reflect.Type) (*modelMeta, error) {
 	if err := stmt.Parse(reflect.New(typ).Interface()); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedModel, typ, err)
 	}
-	return p.metaForSchema(db, stmt.Schema)
+	return p.metaOfSchema(db, stmt.Schema)
 }
 
-// modelOf resolves an argument that names a model type, such as &Post{}.
-func (p *Plugin) modelOf(db *gorm.DB, model any) (*modelMeta, error) {
-	var typ reflect.Type
-	if model != nil {
-		typ = structType(reflect.TypeOf(model))
-	}
-	if typ == nil {
-		return nil, fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
-	}
-	m, err := p.metaFor(db, typ)
-	if err == nil && len(m.counters) == 0 {
-		err = fmt.Errorf("%w: %s has no counters", ErrUnknownCounter, typ)
-	}
-	return m, err
-}
-
-// batchSize applies an option's default and rejects negative values.
-func batchSize(n, def int, name string) (int, error) {
-	switch {
-	case n == 0:
-		return def, nil
-	case n < 0:
-		return 0, fmt.Errorf("%w: %s %d", ErrInvalidConfig, name, n)
-	}
-	return n, nil
-}
-
-// metaForSchema is metaFor for callbacks, which already hold the parsed schema.
+// metaOfSchema is metaOfType for callbacks, which already hold the parsed schema.
 // On a bad tag it returns the error and a meta holding only columns, so the
 // omit callbacks still keep counter fields out of the parent table's SQL.
-func (p *Plugin) metaForSchema(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
+func (p *Plugin) metaOfSchema(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
 	if r, ok := p.models.Load(s.ModelType); ok {
 		r := r.(*modelResult)
 		return r.meta, r.err
@@ -90,6 +72,82 @@ func (p *Plugin) metaForSchema(db *gorm.DB, s *schema.Schema) (*modelMeta, error
 	m, err := p.buildMeta(db, s)
 	r, _ := p.models.LoadOrStore(s.ModelType, &modelResult{m, err})
 	return r.(*modelResult).meta, r.(*modelResult).err
+}
+
+// target finds the counter and record_id of one model value (a struct or a
+// pointer to one). v is the struct itself, for moving the in-memory field.
+func (p *Plugin) target(db *gorm.DB, model any, name string) (c *counter, v reflect.Value, id string, err error) {
+	if model == nil {
+		return nil, v, "", fmt.Errorf("%w: nil model", ErrUnsupportedModel)
+	}
+	v = reflect.ValueOf(model)
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil, v, "", fmt.Errorf("%w: nil %T", ErrUnsupportedModel, model)
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil, v, "", fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
+	}
+	m, err := p.metaOfType(db, v.Type())
+	if err != nil {
+		return nil, v, "", err
+	}
+	if c, err = m.counter(name); err != nil {
+		return nil, v, "", err
+	}
+	if id, err = m.key.id(v); err != nil {
+		return nil, v, "", fmt.Errorf("%s: %w", m.typ, err)
+	}
+	return c, v, id, nil
+}
+
+// modelArg resolves an argument that names a model type, such as &Post{}.
+func (p *Plugin) modelArg(db *gorm.DB, model any) (*modelMeta, error) {
+	var typ reflect.Type
+	if model != nil {
+		typ = structType(reflect.TypeOf(model))
+	}
+	if typ == nil {
+		return nil, fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
+	}
+	m, err := p.metaOfType(db, typ)
+	if err == nil && len(m.counters) == 0 {
+		err = fmt.Errorf("%w: %s has no counters", ErrUnknownCounter, typ)
+	}
+	return m, err
+}
+
+// modelsArg resolves Load/RollUp's models argument: a pointer to a struct,
+// or a slice or array (or a pointer to one) of structs or struct pointers.
+// elem is the value the records are read from and written to.
+func (p *Plugin) modelsArg(db *gorm.DB, models any) (m *modelMeta, elem reflect.Value, err error) {
+	rv := reflect.ValueOf(models)
+	if !rv.IsValid() || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
+		return nil, rv, fmt.Errorf("%w: nil models", ErrUnsupportedModel)
+	}
+	elem = reflect.Indirect(rv)
+	if (elem.Kind() == reflect.Struct || elem.Kind() == reflect.Array) && rv.Kind() != reflect.Pointer {
+		return nil, rv, fmt.Errorf("%w: %T cannot be changed when passed by value; pass a pointer", ErrUnsupportedModel, models)
+	}
+	typ := structType(rv.Type())
+	if typ == nil {
+		return nil, rv, fmt.Errorf("%w: %T is not a struct, slice of structs, or pointer to one", ErrUnsupportedModel, models)
+	}
+	m, err = p.metaOfType(db, typ)
+	return m, elem, err
+}
+
+// structType returns the struct type behind pointers, slices and arrays, or nil.
+func structType(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	return t
 }
 
 func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
@@ -172,86 +230,53 @@ func (m *modelMeta) counter(name string) (*counter, error) {
 	return nil, fmt.Errorf("%w: %s has no counter %q", ErrUnknownCounter, m.typ, name)
 }
 
-// field returns the counter field of a struct value; ok is false when the path
-// runs through a nil embedded pointer.
-// Setting it allocates nil embedded structs on the way, as gorm's scanner does.
-func (c *counter) field(v reflect.Value) (reflect.Value, bool) { return walk(v, c.index, true) }
-
-// fieldAt reads a field by its gorm index path; ok is false when the path runs
-// through a nil embedded pointer.
-func fieldAt(v reflect.Value, index []int) (reflect.Value, bool) { return walk(v, index, false) }
-
-// walk follows a gorm field index path. gorm writes -i-1 for field i when it
-// is a pointer to an embedded struct, dereferenced on the way; a nil one is
-// allocated when alloc is set (and the struct can be changed), else it ends
-// the walk with ok false.
-func walk(v reflect.Value, index []int, alloc bool) (reflect.Value, bool) {
-	for n, i := range index {
-		if i >= 0 {
-			v = v.Field(i)
-			continue
+// selected returns the named counters, or all of them when names is empty.
+func (m *modelMeta) selected(names []string) ([]*counter, error) {
+	if len(names) == 0 {
+		return m.counters, nil
+	}
+	out := make([]*counter, 0, len(names))
+	for _, name := range names {
+		c, err := m.counter(name)
+		if err != nil {
+			return nil, err
 		}
-		v = v.Field(-i - 1)
-		if n == len(index)-1 {
-			break
-		}
-		if v.IsNil() {
-			if !alloc || !v.CanSet() {
-				return v, false
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// cached returns the named counters (all when names is empty) that have a cache column.
+func (m *modelMeta) cached(names []string) ([]*counter, error) {
+	if len(names) == 0 {
+		var out []*counter
+		for _, c := range m.counters {
+			if c.cache != "" {
+				out = append(out, c)
 			}
-			v.Set(reflect.New(v.Type().Elem()))
 		}
-		v = v.Elem()
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w: no counter of %s has a cache: column", ErrInvalidConfig, m.typ)
+		}
+		return out, nil
 	}
-	return v, true
+	out, err := m.selected(names)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range out {
+		if c.cache == "" {
+			return nil, fmt.Errorf("%w: counter %q of %s has no cache: column", ErrInvalidConfig, names[i], m.typ)
+		}
+	}
+	return out, nil
 }
 
-// set stores n into the counter field of struct value v, saturating at the
-// field type's bounds (an int8 counter cannot hold 300; an unsigned one cannot go below 0).
-func (c *counter) set(v reflect.Value, n int64) {
-	if f, ok := c.field(v); ok && f.CanSet() {
-		setInt(f, n)
+// recordTypes lists the counters' record types as bind values.
+func recordTypes(counters []*counter) []any {
+	types := make([]any, len(counters))
+	for i, c := range counters {
+		types[i] = c.recordType
 	}
-}
-
-// setInt stores n into an integer field, saturating at its type's bounds.
-func setInt(f reflect.Value, n int64) {
-	switch f.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		bits := f.Type().Bits()
-		lo, hi := int64(-1)<<(bits-1), int64(1)<<(bits-1)-1
-		f.SetInt(min(max(n, lo), hi))
-	default:
-		if n < 0 {
-			n = 0
-		}
-		u := uint64(n)
-		if bits := f.Type().Bits(); bits < 64 {
-			u = min(u, uint64(1)<<bits-1)
-		}
-		f.SetUint(u)
-	}
-}
-
-// add moves the in-memory counter field by delta, as Laravel's increment does.
-func (c *counter) add(v reflect.Value, delta int64) {
-	f, ok := c.field(v)
-	if !ok {
-		return
-	}
-	var cur int64
-	switch c.kind {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		cur = f.Int()
-	default:
-		cur = int64(min(f.Uint(), 1<<63-1))
-	}
-	sum := cur + delta
-	if (delta > 0 && sum < cur) || (delta < 0 && sum > cur) { // int64 overflow
-		sum = -1 << 63
-		if delta > 0 {
-			sum = 1<<63 - 1
-		}
-	}
-	c.set(v, sum)
+	return types
 }

@@ -22,12 +22,12 @@ func Migrate(db *gorm.DB) error {
 	if err != nil {
 		return err
 	}
-	return migrate(db, p.cfg.Table)
+	return p.migrate(db)
 }
 
-func migrate(db *gorm.DB, table string) error {
-	tx := db.Session(&gorm.Session{NewDB: true}).Table(table)
-	if db.Dialector.Name() == "sqlite" {
+func (p *Plugin) migrate(db *gorm.DB) error {
+	tx := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.Table)
+	if p.dialect.withoutRowID {
 		tx = tx.Set("gorm:table_options", " WITHOUT ROWID")
 	}
 	return tx.AutoMigrate(&SlottedCounter{})

@@ -14,6 +14,7 @@ const pluginName = "slotted"
 // One Plugin serves one *gorm.DB (and every session and transaction derived from it).
 type Plugin struct {
 	cfg      Config
+	dialect  dialect
 	sql      statements
 	models   sync.Map // reflect.Type -> *modelResult: metadata is built once per model type
 	prepared sync.Map // *sql.DB -> *stmtPool: the plugin's own prepared statements
@@ -49,11 +50,12 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return err
 	}
 	p.cfg = cfg
+	p.dialect = dialectOf(db.Dialector)
 	if p.sql, err = render(db, cfg.Table); err != nil {
 		return err
 	}
 	if !cfg.DisableAutoMigrate {
-		if err := migrate(db, cfg.Table); err != nil {
+		if err := p.migrate(db); err != nil {
 			return fmt.Errorf("slotted: migrating %s: %w", cfg.Table, err)
 		}
 	}
@@ -78,15 +80,6 @@ func pluginOf(db *gorm.DB) (*Plugin, error) {
 	return p, nil
 }
 
-// StatsOf returns the Stats of the plugin registered on db.
-func StatsOf(db *gorm.DB) (Stats, error) {
-	p, err := pluginOf(db)
-	if err != nil {
-		return Stats{}, err
-	}
-	return p.Stats(), nil
-}
-
 // Table returns db scoped to the counter table, for reading slot rows directly:
 //
 //	var rows []slotted.SlottedCounter
@@ -99,4 +92,35 @@ func Table(db *gorm.DB) *gorm.DB {
 		return db
 	}
 	return db.Table(p.cfg.Table)
+}
+
+// dialect is what the plugin's SQL depends on in the database it runs on,
+// decided once at Initialize so that no code path asks the dialector by name.
+type dialect struct {
+	name string // gorm's Dialector.Name(): "mysql", "postgres", "sqlite", ...
+	// lockingReads: a read that decides a write takes row locks (SELECT ... FOR
+	// UPDATE). Not on SQLite, which has no row locks: its BEGIN IMMEDIATE (or
+	// the delete's transaction) already holds the database's write lock.
+	lockingReads bool
+	// immediateTx: write transactions open with BEGIN IMMEDIATE (SQLite), not
+	// at READ COMMITTED isolation.
+	immediateTx bool
+	// rowCompare: a row comparison (a, b) > (?, ?) is one index condition
+	// (PostgreSQL), so a keyset scan can start at the resume point.
+	rowCompare bool
+	// withoutRowID: the counter table is created WITHOUT ROWID (SQLite), so the
+	// primary key is the table rather than a second B-tree beside it.
+	withoutRowID bool
+}
+
+func dialectOf(d gorm.Dialector) dialect {
+	name := d.Name()
+	sqlite := name == "sqlite"
+	return dialect{
+		name:         name,
+		lockingReads: !sqlite,
+		immediateTx:  sqlite,
+		rowCompare:   name == "postgres",
+		withoutRowID: sqlite,
+	}
 }

@@ -23,7 +23,7 @@ func Count(db *gorm.DB, model any, counter string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	c, _, id, err := p.resolve(db, model, counter)
+	c, _, id, err := p.target(db, model, counter)
 	if err != nil {
 		return 0, err
 	}
@@ -76,33 +76,15 @@ func Load(db *gorm.DB, models any, counters ...string) error {
 	if err != nil {
 		return err
 	}
-	m, elem, err := p.modelsMeta(db, models)
+	m, elem, err := p.modelsArg(db, models)
 	if err != nil {
 		return err
 	}
-	selected := m.counters
-	if len(counters) > 0 {
-		selected = make([]*counter, 0, len(counters))
-		for _, name := range counters {
-			c, err := m.counter(name)
-			if err != nil {
-				return err
-			}
-			selected = append(selected, c)
-		}
+	selected, err := m.selected(counters)
+	if err != nil {
+		return err
 	}
 	return p.fill(db, m, selected, elem, true)
-}
-
-// structType returns the struct type behind pointers, slices and arrays, or nil.
-func structType(t reflect.Type) reflect.Type {
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	return t
 }
 
 // fill loads the selected counters of every struct in v (a struct, or a
@@ -162,8 +144,7 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 	for i, id := range ids {
 		idVals[i] = id
 	}
-	tx := db.Session(&gorm.Session{NewDB: true, Initialized: true})
-	inherit(tx.Statement, db.Statement, false)
+	tx := routed(db)
 	rows, err := tx.Table(p.cfg.Table).
 		Select("?, ?, SUM(?)", clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "count"}).
 		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).

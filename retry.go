@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -78,28 +77,6 @@ func ConflictOf(err error) Conflict {
 		return Busy
 	}
 	return NoConflict
-}
-
-// Stats counts what the plugin's writes ran into since db.Use.
-type Stats struct {
-	Retries   uint64              // statements or transactions run again after a conflict
-	Conflicts map[Conflict]uint64 // conflicts seen, by kind, retried or not (inside a caller's transaction they are returned)
-}
-
-type stats struct {
-	retries   atomic.Uint64
-	conflicts [Busy + 1]atomic.Uint64
-}
-
-// Stats returns the plugin's counters: how often writes hit lock conflicts and were retried.
-func (p *Plugin) Stats() Stats {
-	s := Stats{Retries: p.stats.retries.Load(), Conflicts: map[Conflict]uint64{}}
-	for c := Deadlock; c <= Busy; c++ {
-		if n := p.stats.conflicts[c].Load(); n > 0 {
-			s.Conflicts[c] = n
-		}
-	}
-	return s
 }
 
 // withRetry runs op, retrying transient lock conflicts with full-jitter

@@ -1,7 +1,6 @@
 package slotted
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 
@@ -32,7 +31,7 @@ func RollUp(db *gorm.DB, models any, counters ...string) error {
 	if err != nil {
 		return err
 	}
-	m, v, err := p.modelsMeta(db, models)
+	m, v, err := p.modelsArg(db, models)
 	if err != nil {
 		return err
 	}
@@ -93,33 +92,6 @@ func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflec
 	return nil
 }
 
-// cached returns the named counters (all when names is empty) that have a cache column.
-func (m *modelMeta) cached(names []string) ([]*counter, error) {
-	var out []*counter
-	if len(names) == 0 {
-		for _, c := range m.counters {
-			if c.cache != "" {
-				out = append(out, c)
-			}
-		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("%w: no counter of %s has a cache: column", ErrInvalidConfig, m.typ)
-		}
-		return out, nil
-	}
-	for _, name := range names {
-		c, err := m.counter(name)
-		if err != nil {
-			return nil, err
-		}
-		if c.cache == "" {
-			return nil, fmt.Errorf("%w: counter %q of %s has no cache: column", ErrInvalidConfig, name, m.typ)
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
 // RollUpOptions configures RollUpAll.
 type RollUpOptions struct {
 	// BatchSize is how many parent records are read and rolled up at a time. Default: 500.
@@ -151,7 +123,7 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "RollUpOptions.BatchSize"); err != nil {
 		return prog, err
 	}
-	m, err := p.modelOf(db, model)
+	m, err := p.modelArg(db, model)
 	if err != nil {
 		return prog, err
 	}
@@ -194,23 +166,4 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 			return prog, nil
 		}
 	}
-}
-
-// modelsMeta resolves Load/RollUp's models argument: a pointer to a struct,
-// or a slice or array (or a pointer to one) of structs or struct pointers.
-func (p *Plugin) modelsMeta(db *gorm.DB, models any) (*modelMeta, reflect.Value, error) {
-	rv := reflect.ValueOf(models)
-	if !rv.IsValid() || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
-		return nil, rv, fmt.Errorf("%w: nil models", ErrUnsupportedModel)
-	}
-	elem := reflect.Indirect(rv)
-	if (elem.Kind() == reflect.Struct || elem.Kind() == reflect.Array) && rv.Kind() != reflect.Pointer {
-		return nil, rv, fmt.Errorf("%w: %T cannot be changed when passed by value; pass a pointer", ErrUnsupportedModel, models)
-	}
-	typ := structType(rv.Type())
-	if typ == nil {
-		return nil, rv, fmt.Errorf("%w: %T is not a struct, slice of structs, or pointer to one", ErrUnsupportedModel, models)
-	}
-	m, err := p.metaFor(db, typ)
-	return m, elem, err
 }

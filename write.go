@@ -36,7 +36,7 @@ func Add(db *gorm.DB, model any, counter string, delta int64) error {
 	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
 	}
-	c, v, id, err := p.resolve(db, model, counter)
+	c, v, id, err := p.target(db, model, counter)
 	if err != nil {
 		return err
 	}
@@ -44,25 +44,6 @@ func Add(db *gorm.DB, model any, counter string, delta int64) error {
 		return err
 	}
 	c.add(v, delta)
-	return nil
-}
-
-// Ref names a counter directly by its record_type and record_id, without a
-// model: the pattern's original `record_type = 123, record_id = 456` use.
-// A model counter's Ref is Type "<table>.<counter>" (or its tag's type:) and
-// ID the primary key as decimal text or string; RefOf computes it.
-type Ref struct {
-	Type string
-	ID   string
-}
-
-func (r Ref) validate() error {
-	if r.Type == "" || r.ID == "" {
-		return fmt.Errorf("%w: Ref %+v needs both Type and ID", ErrMissingPrimaryKey, r)
-	}
-	if len(r.Type) > MaxKeyLen || len(r.ID) > MaxKeyLen {
-		return fmt.Errorf("%w: Ref Type and ID are limited to %d bytes", ErrUnsupportedKey, MaxKeyLen)
-	}
 	return nil
 }
 
@@ -78,48 +59,6 @@ func AddRef(db *gorm.DB, ref Ref, delta int64) error {
 		return err
 	}
 	return p.add(db, ref.Type, ref.ID, p.cfg.Slots, delta)
-}
-
-// RefOf returns the Ref of a model's counter, for logging or for AddRef/CountRef.
-func RefOf(db *gorm.DB, model any, counter string) (Ref, error) {
-	p, err := pluginOf(db)
-	if err != nil {
-		return Ref{}, err
-	}
-	c, _, id, err := p.resolve(db, model, counter)
-	if err != nil {
-		return Ref{}, err
-	}
-	return Ref{Type: c.recordType, ID: id}, nil
-}
-
-// resolve finds the counter and record_id of one model value (a struct or a
-// pointer to one). v is the struct itself, for moving the in-memory field.
-func (p *Plugin) resolve(db *gorm.DB, model any, name string) (c *counter, v reflect.Value, id string, err error) {
-	if model == nil {
-		return nil, v, "", fmt.Errorf("%w: nil model", ErrUnsupportedModel)
-	}
-	v = reflect.ValueOf(model)
-	for v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return nil, v, "", fmt.Errorf("%w: nil %T", ErrUnsupportedModel, model)
-		}
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return nil, v, "", fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
-	}
-	m, err := p.metaFor(db, v.Type())
-	if err != nil {
-		return nil, v, "", err
-	}
-	if c, err = m.counter(name); err != nil {
-		return nil, v, "", err
-	}
-	if id, err = m.key.id(v); err != nil {
-		return nil, v, "", fmt.Errorf("%s: %w", m.typ, err)
-	}
-	return c, v, id, nil
 }
 
 // add runs the upsert. It is the hot path: no reflection, no statement

@@ -12,11 +12,11 @@ for db in $dbs; do
 	{
 		echo "# $(date -u +%FT%TZ) $(go version) on $(nproc) cores"
 		# The paired plugin/raw ratio (ignores -benchtime: 16 rounds of 1 s windows per side).
-		SLOTTED_BENCH_ROUNDS=16 go test -run '^$' -bench "IncrementPaired/^$db\$" -benchtime 1x .
-		go test -run '^$' -bench "Suite(Increment|Count|Load1000|Find100)/^$db\$" -benchmem -benchtime 2s -timeout 60m .
-		go test -run '^$' -bench "SuiteTableSize/^$db\$" -benchtime 1x -timeout 60m .
-		go test -run '^$' -bench "CountCompacted/^$db\$" -benchtime 2s .
-		go test -run '^$' -bench "CompactAll/^$db\$" -benchtime 1x -timeout 60m .
+		SLOTTED_BENCH_ROUNDS=16 go test -run '^$' -bench "IncrementPaired/^$db\$" -benchtime 1x ./tests
+		go test -run '^$' -bench "Suite(Increment|Count|Load1000|Find100)/^$db\$" -benchmem -benchtime 2s -timeout 60m ./tests
+		go test -run '^$' -bench "SuiteTableSize/^$db\$" -benchtime 1x -timeout 60m ./tests
+		go test -run '^$' -bench "CountCompacted/^$db\$" -benchtime 2s ./tests
+		go test -run '^$' -bench "CompactAll/^$db\$" -benchtime 1x -timeout 60m ./tests
 	} 2>"benchmarks/$db.stderr.log" | grep -E '^(#|Benchmark|goos|goarch|cpu|pkg|ok|FAIL|---)' | tee -a "$out"
 	dsn=""
 	case $db in

@@ -1,0 +1,203 @@
+package slotted
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Every gorm callback the plugin adds is registered here, in Initialize:
+//
+//	query   slotted:omit_query       before gorm:query       counter fields out of the model's SELECT
+//	query   slotted:fill             after gorm:preload,     auto-fill: counters of the results, one batched read
+//	                                 before gorm:after_query (so AfterFind hooks see them)
+//	create  slotted:omit_create      before gorm:create      counter fields out of the INSERT
+//	update  slotted:omit_update      before gorm:update      counter fields out of the UPDATE
+//	delete  slotted:delete_ids       before gorm:delete      which records a hard delete removes
+//	delete  slotted:delete_counters  after gorm:delete       their counter rows
+func (p *Plugin) registerCallbacks(db *gorm.DB) error {
+	q := db.Callback().Query()
+	if err := q.Before("gorm:query").Register("slotted:omit_query", p.omitColumns); err != nil {
+		return err
+	}
+	if err := q.After("gorm:preload").Before("gorm:after_query").Register("slotted:fill", p.autoFill); err != nil {
+		return err
+	}
+	if err := db.Callback().Create().Before("gorm:create").Register("slotted:omit_create", p.omitColumns); err != nil {
+		return err
+	}
+	if err := db.Callback().Update().Before("gorm:update").Register("slotted:omit_update", p.omitColumns); err != nil {
+		return err
+	}
+	d := db.Callback().Delete()
+	if err := d.Before("gorm:delete").Register("slotted:delete_ids", p.collectDeleted); err != nil {
+		return err
+	}
+	return d.After("gorm:delete").Register("slotted:delete_counters", p.deleteCounters)
+}
+
+const fillSetting = "slotted:fill"
+
+// WithoutFill turns auto-fill off for queries run on the returned *gorm.DB:
+//
+//	slotted.WithoutFill(db).Find(&posts) // counter fields stay as they are; no counter query
+func WithoutFill(db *gorm.DB) *gorm.DB { return db.Set(fillSetting, false) }
+
+// WithFill turns auto-fill on for queries run on the returned *gorm.DB, even
+// when Config.DisableAutoFill is set.
+func WithFill(db *gorm.DB) *gorm.DB { return db.Set(fillSetting, true) }
+
+// omitColumns keeps counter fields that lack gorm:"-" out of the model's own
+// SQL, so a counter is never written to or read from the parent table.
+func (p *Plugin) omitColumns(db *gorm.DB) {
+	if db.Error != nil || db.Statement.Schema == nil {
+		return
+	}
+	m, _ := p.metaOfSchema(db, db.Statement.Schema) // a bad tag is reported where counters are used
+	if m == nil || len(m.columns) == 0 {
+		return
+	}
+	db.Statement.Omits = append(db.Statement.Omits, m.columns...)
+}
+
+// autoFill fills the counter fields of a query's results with one batched read.
+func (p *Plugin) autoFill(db *gorm.DB) {
+	if db.Error != nil || db.Statement.Schema == nil || db.RowsAffected == 0 {
+		return
+	}
+	on := !p.cfg.DisableAutoFill
+	if v, ok := db.Get(fillSetting); ok {
+		on, _ = v.(bool)
+	}
+	if !on {
+		return
+	}
+	// Only results of the model's own type have counter fields: not Count, Pluck, a DTO or a map.
+	rv := db.Statement.ReflectValue
+	if !rv.IsValid() || structType(rv.Type()) != db.Statement.Schema.ModelType {
+		return
+	}
+	m, err := p.metaOfSchema(db, db.Statement.Schema)
+	if err != nil {
+		_ = db.AddError(err)
+		return
+	}
+	if len(m.counters) == 0 {
+		return
+	}
+	if err := p.fill(db, m, m.counters, rv, false); err != nil {
+		_ = db.AddError(err)
+	}
+}
+
+// Delete cleanup. Hard-deleting a parent record through gorm removes its
+// counter rows in the same statement sequence: gorm's default transaction
+// around Delete (or yours), so a rolled-back delete keeps them. Soft deletes
+// keep them too.
+//
+//	db.Delete(&post)
+//	// DELETE FROM posts WHERE posts.id = 42
+//	// DELETE FROM slotted_counters WHERE record_type IN ('posts.likes',...) AND record_id IN ('42')
+//
+// With conditions (db.Where("author_id = ?", 7).Delete(&Post{})) the ids are
+// selected with the same conditions first, inside the same transaction.
+// With SkipDefaultTransaction and no transaction of yours the two deletes are
+// separate statements.
+
+// deletedIDs is the statement's instance key for the record ids collected
+// before the delete.
+const deletedIDs = "slotted:deleted_ids"
+
+// collectDeleted records which record ids a hard delete is about to remove.
+// Where it cannot know them exactly it removes nothing: orphaned counters are
+// harmless and Sweep finds them, deleting a live record's counters is not.
+func (p *Plugin) collectDeleted(db *gorm.DB) {
+	s := db.Statement
+	if db.Error != nil || s.Schema == nil || (len(s.Schema.DeleteClauses) > 0 && !s.Unscoped) {
+		return // soft delete: the record and its counters stay
+	}
+	if (s.Table != "" && s.Table != s.Schema.Table) || s.TableExpr != nil {
+		return // the model's struct, another table's rows
+	}
+	if _, limited := s.Clauses["LIMIT"]; limited {
+		return // MySQL's DELETE ... LIMIT: which rows go is decided by the server
+	}
+	m, err := p.metaOfSchema(db, s.Schema)
+	if err != nil || len(m.counters) == 0 {
+		return
+	}
+	rs, _ := m.records(s.ReflectValue, false)
+	where, hasWhere := s.Clauses["WHERE"]
+	if !hasWhere {
+		db.InstanceSet(deletedIDs, rs.ids)
+		return
+	}
+	// Conditions decide the rows: select their keys the way the DELETE will
+	// find them, locking them (outside SQLite, whose write lock the delete's
+	// transaction holds anyway) so that none can stop matching in between.
+	matched := reflect.New(reflect.SliceOf(m.typ))
+	q := WithoutFill(db.Session(&gorm.Session{NewDB: true})).Model(reflect.New(m.typ).Interface()).Select(m.key.column)
+	if s.Unscoped {
+		q = q.Unscoped()
+	}
+	q = q.Clauses(where.Expression)
+	if p.dialect.lockingReads {
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	if len(rs.ids) > 0 {
+		keys := make([]any, 0, len(rs.ids))
+		for _, id := range rs.ids {
+			keys = append(keys, m.key.value(rs.byID[id][0]))
+		}
+		q = q.Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Values: keys})
+	}
+	if err := q.Find(matched.Interface()).Error; err != nil {
+		_ = db.AddError(err)
+		return
+	}
+	found, _ := m.records(matched.Elem(), false)
+	db.InstanceSet(deletedIDs, found.ids)
+}
+
+// deleteCounters removes the counter rows of the records the delete removed.
+func (p *Plugin) deleteCounters(db *gorm.DB) {
+	if db.Error != nil || db.RowsAffected == 0 || db.DryRun {
+		return
+	}
+	v, ok := db.InstanceGet(deletedIDs)
+	ids, _ := v.([]string)
+	if !ok || len(ids) == 0 {
+		return
+	}
+	m, err := p.metaOfSchema(db, db.Statement.Schema)
+	if err != nil {
+		return
+	}
+	if _, err := p.deleteRows(db.Session(&gorm.Session{NewDB: true}), recordTypes(m.counters), ids); err != nil {
+		_ = db.AddError(fmt.Errorf("slotted: removing counters of deleted %s: %w", m.typ, err))
+	}
+}
+
+// deleteRows removes every slot row of the given record types and ids (the
+// delete cleanup's and Sweep's statement) and returns how many it removed.
+func (p *Plugin) deleteRows(tx *gorm.DB, types []any, ids []string) (int64, error) {
+	var removed int64
+	for chunk := range slices.Chunk(ids, loadChunk) {
+		vals := make([]any, len(chunk))
+		for i, id := range chunk {
+			vals[i] = id
+		}
+		res := tx.Table(p.cfg.Table).
+			Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
+			Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: vals}).
+			Delete(&SlottedCounter{})
+		if res.Error != nil {
+			return removed, res.Error
+		}
+		removed += res.RowsAffected
+	}
+	return removed, nil
+}

@@ -1,0 +1,127 @@
+package slotted
+
+import (
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// CompactOptions configures CompactAll. The zero value compacts every counter
+// with more than one row, 100 counters per transaction.
+type CompactOptions struct {
+	// RecordType limits the run to one record_type ("posts.likes"). Default: all.
+	RecordType string
+	// MinRows: only counters with more than MinRows slot rows are compacted. Default: 1.
+	MinRows int
+	// BatchSize is how many counters one transaction compacts (and the LIMIT of
+	// each scan). Larger batches hold more locks for longer. Default: 100.
+	BatchSize int
+	// After resumes a run: only counters after this one, in (record_type,
+	// record_id) order, are examined. Pass the Last of an interrupted run.
+	After Ref
+	// Progress, when set, is called after every batch.
+	Progress func(CompactProgress)
+}
+
+// CompactProgress reports a CompactAll run.
+type CompactProgress struct {
+	Batches     int   // transactions committed
+	Counters    int   // counters examined that had more than MinRows rows
+	RowsRemoved int64 // slot rows removed
+	// Last is the last counter of the last committed batch: CompactOptions.After
+	// for resuming. Zero until the first batch commits.
+	Last Ref
+}
+
+// CompactAll compacts, in bounded batches, every counter (of one record_type,
+// optionally) that has more than MinRows slot rows. It walks the counter table
+// once in primary-key order with keyset pagination,
+//
+//	SELECT record_type, record_id FROM slotted_counters
+//	  WHERE record_type > ? OR (record_type = ? AND record_id > ?)
+//	  GROUP BY record_type, record_id HAVING COUNT(*) > 1
+//	  ORDER BY record_type, record_id LIMIT 100
+//
+// and compacts each batch in one transaction as Compact does. Stopping it
+// (context cancellation, an error, a crash) loses nothing: each batch commits
+// on its own, and After resumes after the last committed one. Two runs at once
+// are safe: they lock the same rows in the same order, and the second finds
+// each counter already folded.
+func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
+	var prog CompactProgress
+	p, err := pluginOf(db)
+	if err != nil {
+		return prog, err
+	}
+	if opts.MinRows, err = batchSize(opts.MinRows, 1, "CompactOptions.MinRows"); err != nil {
+		return prog, err
+	}
+	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "CompactOptions.BatchSize"); err != nil {
+		return prog, err
+	}
+	ctx := contextOf(db)
+	after := opts.After
+	for {
+		if err := ctx.Err(); err != nil {
+			return prog, err
+		}
+		refs, err := p.crowded(db, opts.RecordType, after, opts.MinRows, opts.BatchSize)
+		if err != nil {
+			return prog, err
+		}
+		if len(refs) == 0 {
+			return prog, nil
+		}
+		removed, err := p.compact(db, refs)
+		if err != nil {
+			return prog, err
+		}
+		after = refs[len(refs)-1]
+		prog.Batches++
+		prog.Counters += len(refs)
+		prog.RowsRemoved += removed
+		prog.Last = after
+		if opts.Progress != nil {
+			opts.Progress(prog)
+		}
+		if len(refs) < opts.BatchSize {
+			return prog, nil
+		}
+	}
+}
+
+// crowded returns up to limit counters after `after` with more than minRows rows.
+func (p *Plugin) crowded(db *gorm.DB, recordType string, after Ref, minRows, limit int) ([]Ref, error) {
+	rt, rid := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}
+	q := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.Table).Select("?, ?", rt, rid)
+	switch {
+	case recordType != "" && after.Type > recordType:
+		return nil, nil // resumed past this record_type
+	case recordType != "":
+		q = q.Where(clause.Eq{Column: rt, Value: recordType})
+		if after.Type == recordType {
+			q = q.Where(clause.Gt{Column: rid, Value: after.ID})
+		}
+	case after != Ref{} && p.dialect.rowCompare:
+		// A row comparison is one index condition on PostgreSQL, so the scan
+		// streams from the resume point instead of aggregating the whole rest.
+		q = q.Where(clause.Expr{SQL: "(?, ?) > (?, ?)", Vars: []any{rt, rid, after.Type, after.ID}})
+	case after != Ref{}:
+		q = q.Where(clause.Or(clause.Gt{Column: rt, Value: after.Type},
+			clause.And(clause.Eq{Column: rt, Value: after.Type}, clause.Gt{Column: rid, Value: after.ID})))
+	}
+	var refs []Ref
+	rows, err := q.Group("record_type").Group("record_id").Having("COUNT(*) > ?", minRows).
+		Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: rt}, {Column: rid}}}).Limit(limit).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r Ref
+		if err := rows.Scan(&r.Type, &r.ID); err != nil {
+			return nil, err
+		}
+		refs = append(refs, r)
+	}
+	return refs, rows.Err()
+}

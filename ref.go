@@ -1,0 +1,46 @@
+package slotted
+
+import (
+	"cmp"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// Ref names a counter directly by its record_type and record_id, without a
+// model: the pattern's original `record_type = 123, record_id = 456` use.
+// A model counter's Ref is Type "<table>.<counter>" (or its tag's type:) and
+// ID the primary key as decimal text or string; RefOf computes it.
+type Ref struct {
+	Type string
+	ID   string
+}
+
+func (r Ref) validate() error {
+	if r.Type == "" || r.ID == "" {
+		return fmt.Errorf("%w: Ref %+v needs both Type and ID", ErrMissingPrimaryKey, r)
+	}
+	if len(r.Type) > MaxKeyLen || len(r.ID) > MaxKeyLen {
+		return fmt.Errorf("%w: Ref Type and ID are limited to %d bytes", ErrUnsupportedKey, MaxKeyLen)
+	}
+	return nil
+}
+
+// RefOf returns the Ref of a model's counter, for logging or for AddRef/CountRef.
+func RefOf(db *gorm.DB, model any, counter string) (Ref, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return Ref{}, err
+	}
+	c, _, id, err := p.target(db, model, counter)
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{Type: c.recordType, ID: id}, nil
+}
+
+// compareRefs orders counters by key, the order every multi-counter
+// transaction locks their rows in.
+func compareRefs(a, b Ref) int {
+	return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID))
+}

@@ -1,0 +1,38 @@
+package slotted
+
+import (
+	"sync/atomic"
+
+	"gorm.io/gorm"
+)
+
+// Stats counts what the plugin's writes ran into since db.Use.
+type Stats struct {
+	Retries   uint64              // statements or transactions run again after a conflict
+	Conflicts map[Conflict]uint64 // conflicts seen, by kind, retried or not (inside a caller's transaction they are returned)
+}
+
+type stats struct {
+	retries   atomic.Uint64
+	conflicts [Busy + 1]atomic.Uint64
+}
+
+// Stats returns the plugin's counters: how often writes hit lock conflicts and were retried.
+func (p *Plugin) Stats() Stats {
+	s := Stats{Retries: p.stats.retries.Load(), Conflicts: map[Conflict]uint64{}}
+	for c := Deadlock; c <= Busy; c++ {
+		if n := p.stats.conflicts[c].Load(); n > 0 {
+			s.Conflicts[c] = n
+		}
+	}
+	return s
+}
+
+// StatsOf returns the Stats of the plugin registered on db.
+func StatsOf(db *gorm.DB) (Stats, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return Stats{}, err
+	}
+	return p.Stats(), nil
+}

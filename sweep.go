@@ -1,0 +1,114 @@
+package slotted
+
+import (
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// SweepOptions configures Sweep.
+type SweepOptions struct {
+	// BatchSize is how many record ids are checked against the parent table at a time. Default: 500.
+	BatchSize int
+}
+
+// SweepProgress reports a Sweep.
+type SweepProgress struct {
+	Checked int   // record ids looked up in the parent table
+	Orphans int   // of those, without a parent
+	Rows    int64 // counter rows removed
+}
+
+// Sweep removes the counter rows of model's counters whose parent record no
+// longer exists (deleted with raw SQL, or before the plugin was installed).
+// It walks the distinct record ids in batches,
+//
+//	SELECT DISTINCT record_id FROM slotted_counters WHERE record_type IN (...) AND record_id > ? ORDER BY record_id LIMIT 500
+//	SELECT id FROM posts WHERE id IN (...)
+//	DELETE FROM slotted_counters WHERE record_type IN (...) AND record_id IN (<ids not found>)
+//
+// Run it only for models whose primary keys are never reused (auto-increment
+// integers, UUIDs): a record created again under a swept id would start at 0.
+func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
+	var prog SweepProgress
+	p, err := pluginOf(db)
+	if err != nil {
+		return prog, err
+	}
+	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "SweepOptions.BatchSize"); err != nil {
+		return prog, err
+	}
+	m, err := p.modelArg(db, model)
+	if err != nil {
+		return prog, err
+	}
+	if err := m.key.sweepable(); err != nil {
+		return prog, err
+	}
+	types := recordTypes(m.counters)
+	rid := clause.Column{Name: "record_id"}
+	after := ""
+	for {
+		if err := contextOf(db).Err(); err != nil {
+			return prog, err
+		}
+		var ids []string
+		q := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.Table).Distinct("record_id").
+			Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
+			Order(clause.OrderByColumn{Column: rid}).Limit(opts.BatchSize)
+		if after != "" {
+			q = q.Where(clause.Gt{Column: rid, Value: after})
+		}
+		if err := q.Pluck("record_id", &ids).Error; err != nil {
+			return prog, err
+		}
+		if len(ids) == 0 {
+			return prog, nil
+		}
+		after = ids[len(ids)-1]
+		orphans, err := p.orphans(db, m, ids)
+		if err != nil {
+			return prog, err
+		}
+		prog.Checked += len(ids)
+		prog.Orphans += len(orphans)
+		if len(orphans) > 0 {
+			removed, err := p.deleteRows(db.Session(&gorm.Session{NewDB: true}), types, orphans)
+			prog.Rows += removed
+			if err != nil {
+				return prog, err
+			}
+		}
+		if len(ids) < opts.BatchSize {
+			return prog, nil
+		}
+	}
+}
+
+// orphans returns the ids among ids that have no row in the model's table.
+func (p *Plugin) orphans(db *gorm.DB, m *modelMeta, ids []string) ([]string, error) {
+	keys := make([]any, 0, len(ids))
+	for _, id := range ids {
+		if k, ok := m.key.parse(id); ok {
+			keys = append(keys, k)
+		}
+	}
+	found := reflect.New(reflect.SliceOf(m.typ))
+	if len(keys) > 0 {
+		// Unscoped: a soft-deleted record still owns its counters.
+		err := WithoutFill(db.Session(&gorm.Session{NewDB: true})).Unscoped().Model(reflect.New(m.typ).Interface()).Select(m.key.column).
+			Where(clause.IN{Column: clause.Column{Name: m.key.column}, Values: keys}).Find(found.Interface()).Error
+		if err != nil {
+			return nil, err
+		}
+	}
+	exists, _ := m.records(found.Elem(), false)
+	var out []string
+	for _, id := range ids {
+		if _, ok := exists.byID[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
