@@ -1,6 +1,8 @@
 package slotted
 
 import (
+	"fmt"
+
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -27,9 +29,14 @@ type CompactProgress struct {
 	Batches     int   // transactions committed
 	Counters    int   // counters examined that had more than MinRows rows
 	RowsRemoved int64 // slot rows removed
-	// Last is the last counter of the last committed batch: CompactOptions.After
-	// for resuming. Zero until the first batch commits.
+	// Last is the last counter of the last batch: CompactOptions.After for
+	// resuming. Zero until the first batch ends.
 	Last Ref
+	// Skipped lists the counters left as they were because their transaction
+	// still failed with a lock conflict after the retries (a counter so hot
+	// that compacting it keeps losing to its writers, e.g. at certification on
+	// Galera). Their totals are intact; a later run compacts them.
+	Skipped []Ref
 }
 
 // CompactAll compacts, in bounded batches, every counter (of one record_type,
@@ -43,9 +50,16 @@ type CompactProgress struct {
 //
 // and compacts each batch in one transaction as Compact does. Stopping it
 // (context cancellation, an error, a crash) loses nothing: each batch commits
-// on its own, and After resumes after the last committed one. Two runs at once
-// are safe: they lock the same rows in the same order, and the second finds
-// each counter already folded.
+// on its own, and After resumes after the last one. Two runs at once are safe:
+// they lock the same rows in the same order, and the second finds each
+// counter already folded.
+//
+// A batch whose transaction keeps failing with a lock conflict (after the
+// retries) is compacted again one counter per transaction, so one hot counter
+// holds back only itself: it is listed in CompactProgress.Skipped, the run
+// goes on, and CompactAll returns an error saying how many counters it skipped
+// (ConflictOf classifies it) along with the progress. Any other error stops
+// the run.
 func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 	var prog CompactProgress
 	p, err := pluginOf(db)
@@ -60,6 +74,7 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 	}
 	ctx := contextOf(db)
 	after := opts.After
+	var skipErr error // the first skipped counter's conflict
 	for {
 		if err := ctx.Err(); err != nil {
 			return prog, err
@@ -69,24 +84,61 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 			return prog, err
 		}
 		if len(refs) == 0 {
-			return prog, nil
+			return prog, skippedError(prog.Skipped, skipErr)
 		}
-		removed, err := p.compact(db, refs)
-		if err != nil {
+		if err := p.compactBatch(db, refs, &prog, &skipErr); err != nil {
 			return prog, err
 		}
 		after = refs[len(refs)-1]
-		prog.Batches++
 		prog.Counters += len(refs)
-		prog.RowsRemoved += removed
 		prog.Last = after
 		if opts.Progress != nil {
 			opts.Progress(prog)
 		}
 		if len(refs) < opts.BatchSize {
-			return prog, nil
+			return prog, skippedError(prog.Skipped, skipErr)
 		}
 	}
+}
+
+// compactBatch compacts refs in one transaction or, when that keeps failing
+// with a lock conflict, one transaction per counter, recording what it
+// skipped. It returns only errors that must stop the run.
+func (p *Plugin) compactBatch(db *gorm.DB, refs []Ref, prog *CompactProgress, skipErr *error) error {
+	removed, err := p.compact(db, refs)
+	if err == nil {
+		prog.Batches++
+		prog.RowsRemoved += removed
+		return nil
+	}
+	if ConflictOf(err) == NoConflict {
+		return err
+	}
+	if len(refs) == 1 {
+		prog.Skipped = append(prog.Skipped, refs[0])
+		if *skipErr == nil {
+			*skipErr = err
+		}
+		return nil
+	}
+	for _, ref := range refs {
+		if err := contextOf(db).Err(); err != nil {
+			return err
+		}
+		if err := p.compactBatch(db, []Ref{ref}, prog, skipErr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// skippedError reports the counters a finished run skipped, or nil.
+func skippedError(skipped []Ref, first error) error {
+	if len(skipped) == 0 {
+		return nil
+	}
+	return fmt.Errorf("slotted: CompactAll skipped %d counters that kept failing with lock conflicts (first %s/%s): %w",
+		len(skipped), skipped[0].Type, skipped[0].ID, first)
 }
 
 // crowded returns up to limit counters after `after` with more than minRows rows.

@@ -45,14 +45,26 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return fmt.Errorf("%w: this Plugin is registered on another *gorm.DB already; call slotted.New for each", ErrInvalidConfig)
 	}
 	p.db = db
-	cfg, err := p.cfg.withDefaults()
+	if _, err := p.cfg.withDefaults(false); err != nil { // before any round trip
+		return err
+	}
+	p.dialect = dialectOf(db.Dialector)
+	if p.dialect.name == "mysql" {
+		var err error
+		if p.dialect.galera, err = detectGalera(db); err != nil {
+			return fmt.Errorf("slotted: asking the server for wsrep_on (Galera): %w", err)
+		}
+	}
+	cfg, err := p.cfg.withDefaults(p.dialect.galera)
 	if err != nil {
 		return err
 	}
 	p.cfg = cfg
-	p.dialect = dialectOf(db.Dialector)
 	if p.sql, err = render(db, cfg.Table); err != nil {
 		return err
+	}
+	if p.causalReads() {
+		p.sql.sum = syncWait + " " + p.sql.sum
 	}
 	if !cfg.DisableAutoMigrate {
 		if err := p.migrate(db); err != nil {
@@ -64,6 +76,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 
 // Config returns the plugin's configuration with defaults applied (after db.Use).
 func (p *Plugin) Config() Config { return p.cfg }
+
+// causalReads: Count and fill reads wait for the Galera node to catch up.
+func (p *Plugin) causalReads() bool { return p.dialect.galera && p.cfg.CausalReads }
 
 // pluginOf finds the plugin registered on db.
 func pluginOf(db *gorm.DB) (*Plugin, error) {
@@ -111,6 +126,10 @@ type dialect struct {
 	// withoutRowID: the counter table is created WITHOUT ROWID (SQLite), so the
 	// primary key is the table rather than a second B-tree beside it.
 	withoutRowID bool
+	// galera: a MariaDB Galera node (wsrep_on = ON), asked at Initialize. Write
+	// transactions wait for the node to catch up with the cluster first, and
+	// the retry defaults are Galera's (see galera.go).
+	galera bool
 }
 
 func dialectOf(d gorm.Dialector) dialect {

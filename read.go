@@ -145,12 +145,15 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 		idVals[i] = id
 	}
 	tx := routed(db)
-	rows, err := tx.Table(p.cfg.Table).
+	q := tx.Table(p.cfg.Table).
 		Select("?, ?, SUM(?)", clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "count"}).
 		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
 		Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: idVals}).
-		Clauses(clause.GroupBy{Columns: []clause.Column{{Name: "record_type"}, {Name: "record_id"}}}).
-		Rows()
+		Clauses(clause.GroupBy{Columns: []clause.Column{{Name: "record_type"}, {Name: "record_id"}}})
+	if p.causalReads() {
+		waitCausally(q)
+	}
+	rows, err := q.Rows()
 	if tx.DryRun { // rendered and logged; there is nothing to scan
 		return nil
 	}

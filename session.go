@@ -100,7 +100,10 @@ func (p *Plugin) session(db *gorm.DB) *gorm.DB {
 //
 // On SQLite the transaction is BEGIN IMMEDIATE: a deferred transaction that
 // reads and then writes fails at once with "database is locked" when another
-// connection wrote in between, whatever the busy timeout.
+// connection wrote in between, whatever the busy timeout. On Galera each
+// attempt first waits for the node to apply the cluster's writes (galera.go);
+// inside the caller's transaction it cannot, and reads what the caller's
+// transaction sees.
 func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	if inTransaction(db) {
 		return fn(db.Session(&gorm.Session{NewDB: true}))
@@ -108,13 +111,25 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	// Statements inside fn must not open gorm's default transaction of their own.
 	ctx := contextOf(db)
 	base := db.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true})
+	// READ COMMITTED on InnoDB too: locking reads then take no gap locks, so
+	// two rewrites of neighbouring new counters do not deadlock on inserts into
+	// the same gap. Exactness never relied on them: only rows locked by the
+	// transaction are summed and deleted.
+	readCommitted := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	return p.withRetry(ctx, false, func() error {
-		if !p.dialect.immediateTx {
-			// READ COMMITTED on InnoDB too: locking reads then take no gap locks,
-			// so two rewrites of neighbouring new counters do not deadlock on
-			// inserts into the same gap. Exactness never relied on them: only
-			// rows locked by the transaction are summed and deleted.
-			return base.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		switch {
+		case p.dialect.galera:
+			// Catch up with the cluster, then BEGIN on the same connection (the
+			// server skips wsrep_sync_wait inside a transaction): the reads see
+			// every write acknowledged anywhere before this attempt began.
+			return base.Connection(func(conn *gorm.DB) error {
+				if err := conn.Exec(causalWait).Error; err != nil {
+					return err
+				}
+				return conn.Transaction(fn, readCommitted)
+			})
+		case !p.dialect.immediateTx:
+			return base.Transaction(fn, readCommitted)
 		}
 		return base.Connection(func(conn *gorm.DB) (err error) {
 			if err := conn.Exec("BEGIN IMMEDIATE").Error; err != nil {
