@@ -53,4 +53,10 @@
 // and writes nothing. All SQL goes through gorm's callbacks, so loggers,
 // tracing, dbresolver and TranslateError see it; user values are always bound
 // parameters.
+//
+// On a MariaDB Galera cluster (detected at db.Use) Compact, Reset and RollUp
+// first wait for their node to apply every write acknowledged anywhere in the
+// cluster, so Reset's guarantee holds across nodes; Config.CausalReads does
+// the same for reads, and the retry defaults allow for certification
+// conflicts (see the README's Deployments section).
 package slotted
