@@ -43,13 +43,16 @@ const syncWait = "SET STATEMENT wsrep_sync_wait=1 FOR"
 // anywhere in the cluster before it started.
 const causalWait = syncWait + " SELECT 1"
 
-// detectGalera asks the server whether it is a Galera node. The statement is
-// not a SELECT, so dbresolver sends it to a source.
+// detectGalera asks the server whether it is a MariaDB Galera node. The
+// first statement is not a SELECT, so dbresolver sends it to a source. Other
+// wsrep servers (Percona XtraDB Cluster) lack MariaDB's SET STATEMENT and are
+// left as they were: untested here.
 func detectGalera(db *gorm.DB) (bool, error) {
 	if db.DryRun {
 		return false, nil
 	}
-	rows, err := db.Session(&gorm.Session{NewDB: true}).Raw("SHOW VARIABLES LIKE 'wsrep_on'").Rows()
+	tx := db.Session(&gorm.Session{NewDB: true})
+	rows, err := tx.Raw("SHOW VARIABLES LIKE 'wsrep_on'").Rows()
 	if err != nil {
 		return false, err
 	}
@@ -62,7 +65,22 @@ func detectGalera(db *gorm.DB) (bool, error) {
 		}
 		on = strings.EqualFold(value, "ON")
 	}
-	return on, rows.Err()
+	if err := rows.Err(); err != nil || !on {
+		return false, err
+	}
+	// Rows, not Row: see sum.
+	vrows, err := tx.Raw("SELECT VERSION()").Rows()
+	if err != nil {
+		return false, err
+	}
+	defer vrows.Close()
+	var version string
+	for vrows.Next() {
+		if err := vrows.Scan(&version); err != nil {
+			return false, err
+		}
+	}
+	return strings.Contains(version, "MariaDB"), vrows.Err()
 }
 
 // waitCausally makes a gorm-built SELECT wait like causalWait does before
