@@ -68,8 +68,19 @@ func (p *Plugin) omitColumns(db *gorm.DB) {
 }
 
 // autoFill fills the counter fields of a query's results with one batched read.
+// It looks at the cached metadata before the fill setting: db.Get allocates,
+// and a model without counters should cost a Find nothing.
 func (p *Plugin) autoFill(db *gorm.DB) {
 	if db.Error != nil || db.Statement.Schema == nil || db.RowsAffected == 0 {
+		return
+	}
+	// Only results of the model's own type have counter fields: not Count, Pluck, a DTO or a map.
+	rv := db.Statement.ReflectValue
+	if !rv.IsValid() || structType(rv.Type()) != db.Statement.Schema.ModelType {
+		return
+	}
+	m, err := p.metaOfSchema(db, db.Statement.Schema)
+	if err == nil && len(m.counters) == 0 {
 		return
 	}
 	on := !p.cfg.DisableAutoFill
@@ -79,17 +90,8 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 	if !on {
 		return
 	}
-	// Only results of the model's own type have counter fields: not Count, Pluck, a DTO or a map.
-	rv := db.Statement.ReflectValue
-	if !rv.IsValid() || structType(rv.Type()) != db.Statement.Schema.ModelType {
-		return
-	}
-	m, err := p.metaOfSchema(db, db.Statement.Schema)
-	if err != nil {
+	if err != nil { // a bad tag, reported only where counters are used
 		_ = db.AddError(err)
-		return
-	}
-	if len(m.counters) == 0 {
 		return
 	}
 	if err := p.fill(db, m, m.counters, rv, false); err != nil {
