@@ -1,4 +1,4 @@
-package slotted_test
+package tests
 
 import (
 	"testing"
