@@ -17,7 +17,8 @@ import (
 //	create  slotted:omit_create      before gorm:create      counter fields out of the INSERT
 //	update  slotted:omit_update      before gorm:update      counter fields out of the UPDATE
 //	delete  slotted:delete_ids       before gorm:delete      which records a hard delete removes
-//	delete  slotted:delete_counters  after gorm:delete       their counter rows
+//	delete  slotted:delete_counters  after gorm:delete,      their counter rows, inside the record's transaction
+//	                                 before gorm:after_delete
 func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	q := db.Callback().Query()
 	if err := q.Before("gorm:query").Register("slotted:omit_query", p.omitColumns); err != nil {
@@ -36,7 +37,10 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	if err := d.Before("gorm:delete").Register("slotted:delete_ids", p.collectDeleted); err != nil {
 		return err
 	}
-	return d.After("gorm:delete").Register("slotted:delete_counters", p.deleteCounters)
+	// Bounded on both sides: with only After("gorm:delete") gorm sorts it after
+	// gorm:commit_or_rollback_transaction, so the record's delete would commit
+	// before its counters are removed, and a failure there could not undo it.
+	return d.After("gorm:delete").Before("gorm:after_delete").Register("slotted:delete_counters", p.deleteCounters)
 }
 
 const fillSetting = "slotted:fill"
@@ -64,8 +68,19 @@ func (p *Plugin) omitColumns(db *gorm.DB) {
 }
 
 // autoFill fills the counter fields of a query's results with one batched read.
+// It looks at the cached metadata before the fill setting: db.Get allocates,
+// and a model without counters should cost a Find nothing.
 func (p *Plugin) autoFill(db *gorm.DB) {
 	if db.Error != nil || db.Statement.Schema == nil || db.RowsAffected == 0 {
+		return
+	}
+	// Only results of the model's own type have counter fields: not Count, Pluck, a DTO or a map.
+	rv := db.Statement.ReflectValue
+	if !rv.IsValid() || structType(rv.Type()) != db.Statement.Schema.ModelType {
+		return
+	}
+	m, err := p.metaOfSchema(db, db.Statement.Schema)
+	if err == nil && len(m.counters) == 0 {
 		return
 	}
 	on := !p.cfg.DisableAutoFill
@@ -75,17 +90,8 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 	if !on {
 		return
 	}
-	// Only results of the model's own type have counter fields: not Count, Pluck, a DTO or a map.
-	rv := db.Statement.ReflectValue
-	if !rv.IsValid() || structType(rv.Type()) != db.Statement.Schema.ModelType {
-		return
-	}
-	m, err := p.metaOfSchema(db, db.Statement.Schema)
-	if err != nil {
+	if err != nil { // a bad tag, reported only where counters are used
 		_ = db.AddError(err)
-		return
-	}
-	if len(m.counters) == 0 {
 		return
 	}
 	if err := p.fill(db, m, m.counters, rv, false); err != nil {

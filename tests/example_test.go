@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +15,23 @@ import (
 )
 
 // exampleDB opens a fresh SQLite file with the plugin registered.
-func exampleDB() (*gorm.DB, func()) {
+func exampleDB() (*gorm.DB, func()) { return exampleOpen(slotted.Config{}) }
+
+// exampleOpen opens a fresh SQLite file with the plugin registered with cfg,
+// and the posts and articles tables.
+func exampleOpen(cfg slotted.Config) (*gorm.DB, func()) {
+	db, done := exampleRaw()
+	if err := db.Use(slotted.New(cfg)); err != nil {
+		panic(err)
+	}
+	if err := db.AutoMigrate(&Post{}, &Article{}); err != nil {
+		panic(err)
+	}
+	return db, done
+}
+
+// exampleRaw opens a fresh SQLite file without the plugin.
+func exampleRaw() (*gorm.DB, func()) {
 	dir, err := os.MkdirTemp("", "slotted-example")
 	if err != nil {
 		panic(err)
@@ -22,13 +40,19 @@ func exampleDB() (*gorm.DB, func()) {
 	if err != nil {
 		panic(err)
 	}
-	if err := db.Use(slotted.New(slotted.Config{})); err != nil {
-		panic(err)
+	return db, func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+		_ = os.RemoveAll(dir)
 	}
-	if err := db.AutoMigrate(&Post{}); err != nil {
-		panic(err)
-	}
-	return db, func() { os.RemoveAll(dir) }
+}
+
+// rowsOf counts the slot rows of one counter.
+func rowsOf(db *gorm.DB, ref slotted.Ref) int64 {
+	var n int64
+	slotted.Table(db).Where("record_type = ? AND record_id = ?", ref.Type, ref.ID).Count(&n)
+	return n
 }
 
 func Example_increment() {
@@ -88,4 +112,378 @@ func Example_refOf() {
 	ref, _ := slotted.RefOf(db, &Post{ID: 42}, "likes")
 	fmt.Printf("%+v\n", ref)
 	// Output: {Type:posts.likes ID:42}
+}
+
+func Example_new() {
+	db, done := exampleRaw()
+	defer done()
+
+	err := db.Use(slotted.New(slotted.Config{})) // validates the config, creates slotted_counters
+	fmt.Println(err, db.Migrator().HasTable(slotted.DefaultTable))
+
+	err = db.Use(slotted.New(slotted.Config{})) // one plugin per *gorm.DB
+	fmt.Println(err != nil)
+	// Output:
+	// <nil> true
+	// true
+}
+
+func Example_config() {
+	db, done := exampleRaw()
+	defer done()
+
+	err := db.Use(slotted.New(slotted.Config{Slots: -1}))
+	fmt.Println(errors.Is(err, slotted.ErrInvalidConfig))
+
+	db2, done2 := exampleRaw()
+	defer done2()
+	_ = db2.Use(slotted.New(slotted.Config{Slots: 8, Table: "counters", DisableAutoFill: true}))
+	fmt.Println(db2.Migrator().HasTable("counters"))
+	// Output:
+	// true
+	// true
+}
+
+func Example_pluginConfig() {
+	db, done := exampleRaw()
+	defer done()
+
+	p := slotted.New(slotted.Config{Slots: 8})
+	_ = db.Use(p)
+	c := p.Config() // with defaults applied
+	fmt.Println(c.Slots, c.Table, c.MaxRetries, c.MinRetryBackoff, c.MaxRetryBackoff)
+	// Output: 8 slotted_counters 5 2ms 100ms
+}
+
+func Example_decrement() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	_ = slotted.Increment(db, &post, "likes")
+	_ = slotted.Increment(db, &post, "likes")
+	_ = slotted.Decrement(db, &post, "Likes") // the Go field name works too
+	n, _ := slotted.Count(db, &post, "likes")
+	fmt.Println(post.Likes, n)
+	// Output: 1 1
+}
+
+func Example_add() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	_ = slotted.Add(db, &post, "views", 10)
+	_ = slotted.Add(db, &post, "views", -3)
+	_ = slotted.Add(db, &post, "views", 0) // writes nothing
+	err := slotted.Add(db, &post, "shares", 1)
+	n, _ := slotted.Count(db, &post, "views")
+	fmt.Println(post.Views, n, errors.Is(err, slotted.ErrUnknownCounter))
+	// Output: 7 7 true
+}
+
+func Example_ref() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	ref, _ := slotted.RefOf(db, &post, "likes") // the same counter, named without the model
+	_ = slotted.AddRef(db, ref, 5)
+	n, _ := slotted.Count(db, &post, "likes")
+	fmt.Println(n)
+	// Output: 5
+}
+
+func Example_count() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	n, _ := slotted.Count(db, &post, "likes") // no rows: 0
+	fmt.Println(n)
+	_ = slotted.Add(db, &post, "likes", 3)
+	n, _ = slotted.Count(db, post, "likes") // a value works for reads
+	fmt.Println(n)
+	// Output:
+	// 0
+	// 3
+}
+
+func Example_countRef() {
+	db, done := exampleDB()
+	defer done()
+
+	n, _ := slotted.CountRef(db, slotted.Ref{Type: "downloads", ID: "v1.2.0"})
+	_, err := slotted.CountRef(db, slotted.Ref{Type: "downloads"})
+	fmt.Println(n, errors.Is(err, slotted.ErrMissingPrimaryKey))
+	// Output: 0 true
+}
+
+func Example_withoutFill() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	_ = slotted.Add(db, &post, "likes", 2)
+
+	var filled, plain, scoped Post
+	db.First(&filled)                             // plus one counter query
+	slotted.WithoutFill(db).First(&plain)         // the post only
+	db.Scopes(slotted.WithoutFill).First(&scoped) // the same, as a scope
+	fmt.Println(filled.Likes, plain.Likes, scoped.Likes)
+	// Output: 2 0 0
+}
+
+func Example_withFill() {
+	db, done := exampleOpen(slotted.Config{DisableAutoFill: true})
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	_ = slotted.Add(db, &post, "likes", 2)
+
+	var plain, filled Post
+	db.First(&plain)
+	slotted.WithFill(db).First(&filled)
+	fmt.Println(plain.Likes, filled.Likes)
+	// Output: 0 2
+}
+
+func Example_table() {
+	db, done := exampleDB()
+	defer done()
+
+	_ = slotted.AddRef(db, slotted.Ref{Type: "downloads", ID: "v1"}, 4)
+	var rows []slotted.SlottedCounter
+	slotted.Table(db).Where("record_type = ?", "downloads").Find(&rows)
+	fmt.Println(len(rows), rows[0].RecordID, rows[0].Count)
+	// Output: 1 v1 4
+}
+
+func Example_migrate() {
+	db, done := exampleRaw()
+	defer done()
+
+	_ = db.Use(slotted.New(slotted.Config{DisableAutoMigrate: true}))
+	fmt.Println(db.Migrator().HasTable(slotted.DefaultTable))
+	err := slotted.Migrate(db) // from your own migration step; idempotent
+	fmt.Println(err, db.Migrator().HasTable(slotted.DefaultTable))
+	// Output:
+	// false
+	// <nil> true
+}
+
+func Example_compact() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	for range 50 {
+		_ = slotted.Increment(db, &post, "likes")
+	}
+	ref, _ := slotted.RefOf(db, &post, "likes")
+	before := rowsOf(db, ref)
+	_ = slotted.Compact(db, &post, "likes")
+	n, _ := slotted.Count(db, &post, "likes")
+	fmt.Println(before > 1, rowsOf(db, ref), n)
+	// Output: true 1 50
+}
+
+func Example_compactRef() {
+	db, done := exampleDB()
+	defer done()
+
+	ref := slotted.Ref{Type: "downloads", ID: "v1"}
+	for range 50 {
+		_ = slotted.AddRef(db, ref, 1)
+	}
+	_ = slotted.CompactRef(db, ref)
+	n, _ := slotted.CountRef(db, ref)
+	fmt.Println(rowsOf(db, ref), n)
+	// Output: 1 50
+}
+
+func Example_compactAll() {
+	db, done := exampleDB()
+	defer done()
+
+	for _, id := range []string{"a", "b", "c"} {
+		for range 30 {
+			_ = slotted.AddRef(db, slotted.Ref{Type: "downloads", ID: id}, 1)
+		}
+	}
+	var batches int
+	prog, err := slotted.CompactAll(db, slotted.CompactOptions{
+		RecordType: "downloads",
+		BatchSize:  2,
+		Progress:   func(slotted.CompactProgress) { batches++ },
+	})
+	fmt.Println(err, prog.Counters, prog.Batches, batches, prog.Last)
+	var rows int64
+	slotted.Table(db).Count(&rows)
+	fmt.Println(rows)
+	// Output:
+	// <nil> 3 2 2 {downloads c}
+	// 3
+}
+
+func Example_reset() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	for range 5 {
+		_ = slotted.Increment(db, &post, "likes")
+	}
+	_ = slotted.Reset(db, &post, "likes", 2) // e.g. a recount from the likes table
+	n, _ := slotted.Count(db, &post, "likes")
+	fmt.Println(post.Likes, n)
+	// Output: 2 2
+}
+
+func Example_resetRef() {
+	db, done := exampleDB()
+	defer done()
+
+	ref := slotted.Ref{Type: "downloads", ID: "v1"}
+	_ = slotted.AddRef(db, ref, 9)
+	_ = slotted.ResetRef(db, ref, 0) // 0 leaves no row
+	n, _ := slotted.CountRef(db, ref)
+	fmt.Println(n, rowsOf(db, ref))
+	// Output: 0 0
+}
+
+func Example_rollUp() {
+	db, done := exampleDB()
+	defer done()
+
+	a := Article{Title: "Hello"}
+	db.Create(&a)
+	_ = slotted.Add(db, &a, "likes", 7)
+	_ = slotted.RollUp(db, &a) // every counter with a cache: column
+	var stored Article
+	slotted.WithoutFill(db).First(&stored) // the column alone, no counter query
+	fmt.Println(a.LikesCount, stored.LikesCount)
+	// Output: 7 7
+}
+
+func Example_rollUpAll() {
+	db, done := exampleDB()
+	defer done()
+
+	articles := []Article{{Title: "a"}, {Title: "b"}, {Title: "c"}}
+	db.Create(&articles)
+	for i := range articles {
+		_ = slotted.Add(db, &articles[i], "likes", int64(10*(i+1)))
+	}
+	prog, err := slotted.RollUpAll(db, &Article{}, slotted.RollUpOptions{BatchSize: 2})
+	fmt.Println(err, prog.Records, prog.Batches)
+	var top Article
+	slotted.WithoutFill(db).Order("likes_count DESC").First(&top) // plain SQL sorts by the cache
+	fmt.Println(top.Title, top.LikesCount)
+	// Output:
+	// <nil> 3 2
+	// c 30
+}
+
+func Example_runner() {
+	db, done := exampleDB()
+	defer done()
+
+	a := Article{Title: "Hello"}
+	db.Create(&a)
+	for range 30 {
+		_ = slotted.Increment(db, &a, "likes")
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r := slotted.Runner{
+		Compact: &slotted.CompactOptions{},
+		RollUp:  []any{&Article{}},
+		OnPass: func(p slotted.Pass) {
+			fmt.Println(p.Err, p.Compact.Counters, p.RollUp[0].Records)
+			stop() // one pass is enough here; usually Run goes on until its context ends
+		},
+	}
+	err := r.Run(ctx, db)
+	var stored Article
+	slotted.WithoutFill(db).First(&stored)
+	fmt.Println(err, stored.LikesCount)
+	// Output:
+	// <nil> 1 1
+	// <nil> 30
+}
+
+func Example_sweep() {
+	db, done := exampleDB()
+	defer done()
+
+	gone, kept := Post{Title: "gone"}, Post{Title: "kept"}
+	db.Create(&gone)
+	db.Create(&kept)
+	_ = slotted.Add(db, &gone, "likes", 3)
+	_ = slotted.Add(db, &kept, "likes", 4)
+	db.Exec("DELETE FROM posts WHERE id = ?", gone.ID) // behind gorm's back: the counter stays
+	prog, err := slotted.Sweep(db, &Post{}, slotted.SweepOptions{})
+	n, _ := slotted.Count(db, &kept, "likes")
+	fmt.Println(err, prog.Checked, prog.Orphans, prog.Rows, n)
+	// Output: <nil> 2 1 1 4
+}
+
+func Example_deleteCleanup() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	_ = slotted.Add(db, &post, "likes", 3)
+	db.Delete(&post) // a hard delete through gorm removes the post's counter rows too
+	var rows int64
+	slotted.Table(db).Count(&rows)
+	fmt.Println(rows)
+	// Output: 0
+}
+
+func Example_conflictOf() {
+	fmt.Println(slotted.ConflictOf(errors.New("database is locked")))
+	fmt.Println(slotted.ConflictOf(errors.New("Error 1213 (40001): Deadlock found when trying to get lock")))
+	fmt.Println(slotted.ConflictOf(context.Canceled))
+	fmt.Println(slotted.ConflictOf(nil) == slotted.NoConflict)
+	// Output:
+	// busy
+	// deadlock
+	// none
+	// true
+}
+
+func Example_statsOf() {
+	db, done := exampleDB()
+	defer done()
+
+	s, err := slotted.StatsOf(db)
+	fmt.Println(err, s.Retries, len(s.Conflicts))
+
+	plain, done2 := exampleRaw()
+	defer done2()
+	_, err = slotted.StatsOf(plain)
+	fmt.Println(errors.Is(err, slotted.ErrNotRegistered))
+	// Output:
+	// <nil> 0 0
+	// true
+}
+
+func Example_pluginStats() {
+	db, done := exampleRaw()
+	defer done()
+
+	p := slotted.New(slotted.Config{})
+	_ = db.Use(p)
+	fmt.Printf("%+v\n", p.Stats())
+	// Output: {Retries:0 Conflicts:map[]}
 }
