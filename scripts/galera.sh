@@ -144,11 +144,12 @@ healthy() {
 	done
 }
 
+# stop_node N: SIGTERM node N's processes, SIGKILL after 60 s. Returns 1 if none ran.
 stop_node() {
 	local n=$1 p deadline
 	local ps
 	ps=$(pids "$n")
-	[ -n "$ps" ] || return 0
+	[ -n "$ps" ] || return 1
 	# shellcheck disable=SC2086
 	kill -TERM $ps 2>/dev/null || true
 	deadline=$((SECONDS + 60))
@@ -163,10 +164,12 @@ stop_node() {
 }
 
 cmd_stop() {
-	local n
+	local n stopped=""
 	# Joiners first, the bootstrap node last, so the last one down is the most advanced.
-	for n in 3 2 1; do stop_node "$n"; done
-	log "stopped"
+	for n in 3 2 1; do
+		if stop_node "$n"; then stopped+=" node$n"; fi
+	done
+	[ -z "$stopped" ] || log "stopped:$stopped"
 }
 
 prepare_dirs() {

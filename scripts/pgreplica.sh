@@ -64,13 +64,14 @@ pg_start() {
 }
 
 # pg_stop DIR: stop the server whose postmaster.pid is in DIR, if it runs: fast, then immediate, then SIGKILL.
+# Returns 1 if there was nothing to stop.
 pg_stop() {
 	local d=$1 pid
-	[ -f "$d/postmaster.pid" ] || return 0
+	[ -f "$d/postmaster.pid" ] || return 1
 	pid=$(head -n 1 "$d/postmaster.pid")
 	# Only a postgres whose command line names this data dir is ours.
 	if ! { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qF -- "$d"; then
-		return 0
+		return 1
 	fi
 	as_pg "$bin/pg_ctl" -D "$d" -m fast -w -t 30 stop >/dev/null 2>&1 ||
 		as_pg "$bin/pg_ctl" -D "$d" -m immediate -w -t 30 stop >/dev/null 2>&1 ||
@@ -78,9 +79,10 @@ pg_stop() {
 }
 
 cmd_stop() {
-	pg_stop "$replica"
-	pg_stop "$primary"
-	log "stopped"
+	local stopped=""
+	pg_stop "$replica" && stopped+=" replica"
+	pg_stop "$primary" && stopped+=" primary"
+	[ -z "$stopped" ] || log "stopped:$stopped"
 }
 
 cmd_start() {
