@@ -5,10 +5,11 @@ go 1.25.0
 replace github.com/slotted-go/slotted => ../
 
 require (
+	github.com/ncruces/go-sqlite3 v0.24.0
+	github.com/ncruces/go-sqlite3/gormlite v0.24.0
 	github.com/slotted-go/slotted v0.0.0-00010101000000-000000000000
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/driver/postgres v1.6.3
-	gorm.io/driver/sqlite v1.6.0
 	gorm.io/gorm v1.31.2
 )
 
@@ -21,7 +22,9 @@ require (
 	github.com/jackc/puddle/v2 v2.2.2 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
-	github.com/mattn/go-sqlite3 v1.14.22 // indirect
+	github.com/ncruces/julianday v1.0.0 // indirect
+	github.com/tetratelabs/wazero v1.9.0 // indirect
 	golang.org/x/sync v0.17.0 // indirect
+	golang.org/x/sys v0.30.0 // indirect
 	golang.org/x/text v0.29.0 // indirect
 )
