@@ -54,10 +54,13 @@ func CompactRef(db *gorm.DB, ref Ref) error {
 // case. Its slot rows are locked, deleted and replaced by one row holding
 // value (none when value is 0), so afterwards the counter is value plus
 // exactly the increments that committed after the reset. model's field is
-// set to value too.
+// set to value too, so model must be a pointer, as for Add.
 func Reset(db *gorm.DB, model any, counter string, value int64) error {
 	p, err := pluginOf(db)
 	if err != nil {
+		return err
+	}
+	if err := settable(model); err != nil {
 		return err
 	}
 	c, v, id, err := p.target(db, model, counter)

@@ -58,6 +58,11 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "CompactOptions.BatchSize"); err != nil {
 		return prog, err
 	}
+	for what, key := range map[string]string{"CompactOptions.RecordType": opts.RecordType, "CompactOptions.After.Type": opts.After.Type, "CompactOptions.After.ID": opts.After.ID} {
+		if err := checkKey(what, key); err != nil {
+			return prog, err
+		}
+	}
 	ctx := contextOf(db)
 	after := opts.After
 	for {

@@ -51,6 +51,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	}
 	p.cfg = cfg
 	p.dialect = dialectOf(db.Dialector)
+	if err := checkTableName(cfg.Table, p.dialect.name); err != nil {
+		return err
+	}
 	if p.sql, err = render(db, cfg.Table); err != nil {
 		return err
 	}
