@@ -20,4 +20,7 @@ var (
 	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id, or a key (record_id,
 	// Ref, CompactOptions.RecordType/After) is longer than MaxKeyLen, has a NUL byte or is not valid UTF-8.
 	ErrUnsupportedKey = errors.New("slotted: unsupported primary key")
+	// ErrOverflow: a write would take a slot row past the int64 range (nothing is written), Compact
+	// would fold a counter whose total does not fit in int64, or a read's total does not fit in int64.
+	ErrOverflow = errors.New("slotted: counter out of int64 range")
 )

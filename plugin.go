@@ -54,7 +54,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := checkTableName(cfg.Table, p.dialect.name); err != nil {
 		return err
 	}
-	if p.sql, err = render(db, cfg.Table); err != nil {
+	if p.sql, err = render(db, cfg.Table, p.dialect); err != nil {
 		return err
 	}
 	if !cfg.DisableAutoMigrate {
@@ -114,16 +114,20 @@ type dialect struct {
 	// withoutRowID: the counter table is created WITHOUT ROWID (SQLite), so the
 	// primary key is the table rather than a second B-tree beside it.
 	withoutRowID bool
+	// guardedUpsert: the upsert's update carries an overflow guard and a write
+	// that changes no row overflowed (SQLite; see overflow.go).
+	guardedUpsert bool
 }
 
 func dialectOf(d gorm.Dialector) dialect {
 	name := d.Name()
 	sqlite := name == "sqlite"
 	return dialect{
-		name:         name,
-		lockingReads: !sqlite,
-		immediateTx:  sqlite,
-		rowCompare:   name == "postgres",
-		withoutRowID: sqlite,
+		name:          name,
+		lockingReads:  !sqlite,
+		immediateTx:   sqlite,
+		rowCompare:    name == "postgres",
+		withoutRowID:  sqlite,
+		guardedUpsert: sqlite,
 	}
 }
