@@ -97,7 +97,7 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 // crowded returns up to limit counters after `after` with more than minRows rows.
 func (p *Plugin) crowded(db *gorm.DB, recordType string, after Ref, minRows, limit int) ([]Ref, error) {
 	rt, rid := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}
-	q := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.Table).Select("?, ?", rt, rid)
+	q := primary(db, p.cfg.Table).Table(p.cfg.Table).Select("?, ?", rt, rid) // it decides what is rewritten
 	switch {
 	case recordType != "" && after.Type > recordType:
 		return nil, nil // resumed past this record_type

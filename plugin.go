@@ -18,6 +18,8 @@ type Plugin struct {
 	sql      statements
 	models   sync.Map // reflect.Type -> *modelResult: metadata is built once per model type
 	prepared sync.Map // *sql.DB -> *stmtPool: the plugin's own prepared statements
+	sumOnce  sync.Once
+	sumFinal string // the sum as the driver gets it (see sumSQL)
 	stats    stats
 	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
 }
