@@ -21,7 +21,7 @@ import (
 //	INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (?,?,?,?)
 //	ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + ?
 //
-// PostgreSQL and SQLite:
+// PostgreSQL and SQLite (SQLite adds an overflow guard, see upsertClause):
 //
 //	INSERT INTO "slotted_counters" ("record_type","record_id","slot","count") VALUES (?,?,?,?)
 //	ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + ?
