@@ -19,12 +19,20 @@ import (
 //	delete  slotted:delete_ids       before gorm:delete      which records a hard delete removes
 //	delete  slotted:delete_counters  after gorm:delete,      their counter rows, inside the record's transaction
 //	                                 before gorm:after_delete
+//	raw     slotted:prepared         after gorm:db_resolver, the plugin's own statements back on its
+//	row                              before gorm:raw/row     prepared pool after dbresolver picked a pool
 func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	q := db.Callback().Query()
 	if err := q.Before("gorm:query").Register("slotted:omit_query", p.omitColumns); err != nil {
 		return err
 	}
 	if err := q.After("gorm:preload").Before("gorm:after_query").Register("slotted:fill", p.autoFill); err != nil {
+		return err
+	}
+	if err := db.Callback().Raw().After(resolverCallback).Before("gorm:raw").Register("slotted:prepared", p.keepPrepared); err != nil {
+		return err
+	}
+	if err := db.Callback().Row().After(resolverCallback).Before("gorm:row").Register("slotted:prepared", p.keepPrepared); err != nil {
 		return err
 	}
 	if err := db.Callback().Create().Before("gorm:create").Register("slotted:omit_create", p.omitColumns); err != nil {
@@ -94,9 +102,40 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 		_ = db.AddError(err)
 		return
 	}
-	if err := p.fill(db, m, m.counters, rv, false); err != nil {
+	if err := p.fill(p.fillSource(db), m, m.counters, rv, false); err != nil {
 		_ = db.AddError(err)
 	}
+}
+
+// fillSource is where auto-fill reads the counters of a query's records: the
+// connection or pool the records came from. Under dbresolver, which picks a
+// replica per statement, that pool is pinned for the fill's read, so records
+// and counters come from the same replica (same lag), unless dbresolver
+// routes the counter table elsewhere than the records' table (a resolver of
+// its own, or several sources): then the fill is routed as any read of the
+// counter table.
+func (p *Plugin) fillSource(db *gorm.DB) *gorm.DB {
+	fc := db.Callback().Query().Get(resolverCallback)
+	if fc == nil || db.Statement.ConnPool == nil || inTransaction(db) {
+		return db // nothing re-routes the fill's read
+	}
+	if sourceFor(db, fc, db.Statement.Table) != sourceFor(db, fc, p.cfg.Table) {
+		return db
+	}
+	return pin(routed(db))
+}
+
+// sourceFor is the pool dbresolver picks for a write to table under db's routing.
+func sourceFor(db *gorm.DB, resolve func(*gorm.DB), table string) gorm.ConnPool {
+	probe := routed(db)
+	probe.Statement.Table = table
+	probe.Statement.Settings.Delete(resolverRead)
+	probe.Statement.Settings.Store(resolverWrite, struct{}{})
+	resolve(probe)
+	if ps, ok := probe.Statement.ConnPool.(*gorm.PreparedStmtDB); ok { // a fresh wrapper per call
+		return ps.ConnPool
+	}
+	return probe.Statement.ConnPool
 }
 
 // Delete cleanup. Hard-deleting a parent record through gorm removes its
@@ -145,7 +184,7 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 	// find them, locking them (outside SQLite, whose write lock the delete's
 	// transaction holds anyway) so that none can stop matching in between.
 	matched := reflect.New(reflect.SliceOf(m.typ))
-	q := WithoutFill(db.Session(&gorm.Session{NewDB: true})).Model(reflect.New(m.typ).Interface()).Select(m.key.column)
+	q := WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column)
 	if s.Unscoped {
 		q = q.Unscoped()
 	}
@@ -182,7 +221,7 @@ func (p *Plugin) deleteCounters(db *gorm.DB) {
 	if err != nil {
 		return
 	}
-	if _, err := p.deleteRows(db.Session(&gorm.Session{NewDB: true}), recordTypes(m.counters), ids); err != nil {
+	if _, err := p.deleteRows(routed(db).Session(&gorm.Session{}), recordTypes(m.counters), ids); err != nil {
 		_ = db.AddError(fmt.Errorf("slotted: removing counters of deleted %s: %w", m.typ, err))
 	}
 }

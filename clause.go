@@ -21,7 +21,7 @@ import (
 //	INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (?,?,?,?)
 //	ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + ?
 //
-// PostgreSQL and SQLite:
+// PostgreSQL and SQLite (SQLite adds an overflow guard, see upsertClause):
 //
 //	INSERT INTO "slotted_counters" ("record_type","record_id","slot","count") VALUES (?,?,?,?)
 //	ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + ?
@@ -74,7 +74,7 @@ type questionMarks struct{ gorm.Dialector }
 
 func (questionMarks) BindVarTo(w clause.Writer, _ *gorm.Statement, _ any) { _ = w.WriteByte('?') }
 
-func render(db *gorm.DB, table string) (statements, error) {
+func render(db *gorm.DB, table string, d dialect) (statements, error) {
 	var s statements
 	dry := func(questions bool) *gorm.DB {
 		tx := db.Session(&gorm.Session{NewDB: true, DryRun: true, SkipDefaultTransaction: true, SkipHooks: true, Logger: logger.Discard})
@@ -84,7 +84,7 @@ func render(db *gorm.DB, table string) (statements, error) {
 		return tx.Table(table)
 	}
 
-	up := dry(false).Clauses(upsertClause()).Create(&SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta})
+	up := dry(false).Clauses(upsertClause(d.guardedUpsert)).Create(&SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta})
 	if up.Error != nil {
 		return s, fmt.Errorf("slotted: rendering upsert: %w", up.Error)
 	}
@@ -116,14 +116,22 @@ func keyColumns() []clause.Column {
 // upsertClause adds delta to the existing row. The current-table column plus a
 // bound delta is the one form that works on MySQL/MariaDB, PostgreSQL (where a
 // bare "count" is ambiguous) and SQLite alike.
-func upsertClause() clause.OnConflict {
-	return clause.OnConflict{
-		Columns: keyColumns(),
-		DoUpdates: clause.Set{{
-			Column: clause.Column{Name: "count"},
-			Value:  gorm.Expr("? + ?", clause.Column{Table: clause.CurrentTable, Name: "count"}, markDelta),
-		}},
+//
+// guard (SQLite) updates the row only while the sum is still an integer:
+// SQLite turns an integer addition that overflows into a REAL instead of
+// failing as MySQL and PostgreSQL do. A refused update changes 0 rows.
+//
+//	... DO UPDATE SET "count"="slotted_counters"."count" + ? WHERE typeof("slotted_counters"."count" + ?) = 'integer'
+func upsertClause(guard bool) clause.OnConflict {
+	current := clause.Column{Table: clause.CurrentTable, Name: "count"}
+	c := clause.OnConflict{
+		Columns:   keyColumns(),
+		DoUpdates: clause.Set{{Column: clause.Column{Name: "count"}, Value: gorm.Expr("? + ?", current, markDelta)}},
 	}
+	if guard {
+		c.Where = clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "typeof(? + ?) = 'integer'", Vars: []any{current, markDelta}}}}
+	}
+	return c
 }
 
 // setClause overwrites the existing row's count with value (Reset's seed row).

@@ -1,6 +1,7 @@
 package slotted
 
 import (
+	"fmt"
 	"slices"
 
 	"gorm.io/gorm"
@@ -33,7 +34,7 @@ func Compact(db *gorm.DB, model any, counter string) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.compact(db, []Ref{{c.recordType, id}})
+	_, err = p.compactRefs(db, []Ref{{c.recordType, id}}, true)
 	return err
 }
 
@@ -46,7 +47,7 @@ func CompactRef(db *gorm.DB, ref Ref) error {
 	if err := ref.validate(); err != nil {
 		return err
 	}
-	_, err = p.compact(db, []Ref{ref})
+	_, err = p.compactRefs(db, []Ref{ref}, true)
 	return err
 }
 
@@ -54,10 +55,13 @@ func CompactRef(db *gorm.DB, ref Ref) error {
 // case. Its slot rows are locked, deleted and replaced by one row holding
 // value (none when value is 0), so afterwards the counter is value plus
 // exactly the increments that committed after the reset. model's field is
-// set to value too.
+// set to value too, so model must be a pointer, as for Add.
 func Reset(db *gorm.DB, model any, counter string, value int64) error {
 	p, err := pluginOf(db)
 	if err != nil {
+		return err
+	}
+	if err := settable(model); err != nil {
 		return err
 	}
 	c, v, id, err := p.target(db, model, counter)
@@ -101,9 +105,17 @@ func ResetRef(db *gorm.DB, ref Ref, value int64) error {
 const rewriteChunk = 1000
 
 // compact folds the slot rows of each counter in refs into one row holding
-// their sum; counters with at most one row are left alone. It returns how
-// many rows it removed.
+// their sum; counters with at most one row are left alone, and so are
+// counters whose total does not fit in int64 (their rows stay as they are).
+// It returns how many rows it removed.
 func (p *Plugin) compact(db *gorm.DB, refs []Ref) (removed int64, err error) {
+	return p.compactRefs(db, refs, false)
+}
+
+// compactRefs is compact; strict refuses the whole call with ErrOverflow,
+// writing nothing, when a counter's total does not fit in int64 (Compact and
+// CompactRef, which name one counter, report it rather than skip it).
+func (p *Plugin) compactRefs(db *gorm.DB, refs []Ref, strict bool) (removed int64, err error) {
 	refs = slices.Clone(refs)
 	slices.SortFunc(refs, compareRefs) // lock in key order, as every writer of these rows does
 	err = p.writeTx(db, func(tx *gorm.DB) error {
@@ -111,7 +123,10 @@ func (p *Plugin) compact(db *gorm.DB, refs []Ref) (removed int64, err error) {
 		if err != nil {
 			return err
 		}
-		drop, keep := planCompaction(rows)
+		drop, keep, overflows := planCompaction(rows)
+		if strict && overflows > 0 {
+			return fmt.Errorf("%w: the slot rows of the counter total more than int64 holds; Reset it", ErrOverflow)
+		}
 		removed, err = p.replaceRows(tx, drop, keep)
 		return err
 	})
@@ -149,23 +164,26 @@ func (p *Plugin) lockRows(tx *gorm.DB, refs []Ref) ([]SlottedCounter, error) {
 
 // planCompaction folds each counter's locked rows (sorted by key) into one
 // row at its lowest slot holding their sum; a counter with one row is left
-// alone, one that sums to 0 gets no row. drop is in key order.
-func planCompaction(rows []SlottedCounter) (drop, keep []SlottedCounter) {
+// alone, one that sums to 0 gets no row. drop is in key order. A counter
+// whose sum does not fit in int64 is left alone too, and counted in overflows.
+func planCompaction(rows []SlottedCounter) (drop, keep []SlottedCounter, overflows int) {
 	for group := range runs(rows, sameCounter) {
 		if len(group) < 2 {
 			continue
 		}
-		row := group[0]
-		row.Count = 0
-		for _, r := range group {
-			row.Count += r.Count
+		sum, ok := sumExact(group)
+		if !ok {
+			overflows++
+			continue
 		}
+		row := group[0]
+		row.Count = sum
 		drop = append(drop, group...)
 		if row.Count != 0 {
 			keep = append(keep, row)
 		}
 	}
-	return drop, keep
+	return drop, keep, overflows
 }
 
 // planReset replaces one counter's locked rows by one row at its lowest slot

@@ -72,6 +72,11 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "CompactOptions.BatchSize"); err != nil {
 		return prog, err
 	}
+	for what, key := range map[string]string{"CompactOptions.RecordType": opts.RecordType, "CompactOptions.After.Type": opts.After.Type, "CompactOptions.After.ID": opts.After.ID} {
+		if err := checkKey(what, key); err != nil {
+			return prog, err
+		}
+	}
 	ctx := contextOf(db)
 	after := opts.After
 	var skipErr error // the first skipped counter's conflict
@@ -144,7 +149,7 @@ func skippedError(skipped []Ref, first error) error {
 // crowded returns up to limit counters after `after` with more than minRows rows.
 func (p *Plugin) crowded(db *gorm.DB, recordType string, after Ref, minRows, limit int) ([]Ref, error) {
 	rt, rid := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}
-	q := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.Table).Select("?, ?", rt, rid)
+	q := primary(db, p.cfg.Table).Table(p.cfg.Table).Select("?, ?", rt, rid) // it decides what is rewritten
 	switch {
 	case recordType != "" && after.Type > recordType:
 		return nil, nil // resumed past this record_type

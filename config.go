@@ -14,7 +14,8 @@ const (
 	// MaxSlots bounds Config.Slots and the `slots:` tag option. Reads sum every slot row, so far more
 	// slots than concurrent writers only make reads slower.
 	MaxSlots = 1 << 16
-	// MaxKeyLen is the longest record_type or record_id, in bytes (the columns are sized to it).
+	// MaxKeyLen is the longest record_type or record_id, in bytes (the columns are sized to it). Keys
+	// are valid UTF-8 without NUL bytes.
 	MaxKeyLen = 128
 )
 
@@ -27,7 +28,8 @@ type Config struct {
 	Slots int
 
 	// Table is the counter table's name, optionally schema-qualified ("stats.counters").
-	// Letters, digits, '_' and '$' only. Default: "slotted_counters" (DefaultTable).
+	// Letters, digits, '_' and '$' only; each part at most 64 bytes (MySQL/MariaDB, SQLite) or 63
+	// (PostgreSQL). Default: "slotted_counters" (DefaultTable).
 	Table string
 
 	// DisableAutoMigrate stops db.Use from creating or migrating the counter table; run

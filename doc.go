@@ -50,9 +50,11 @@
 // transaction; outside one it runs in autocommit, with no BEGIN/COMMIT, and is
 // retried on deadlocks, lock wait timeouts, serialization failures and
 // SQLITE_BUSY. Bad input returns an error wrapping one of the Err* sentinels
-// and writes nothing. All SQL goes through gorm's callbacks, so loggers,
-// tracing, dbresolver and TranslateError see it; user values are always bound
-// parameters.
+// and writes nothing; so does a write that would take a slot past int64
+// (ErrOverflow). All SQL goes through gorm's callbacks, so loggers, tracing,
+// dbresolver and TranslateError see it; user values are always bound
+// parameters. Under dbresolver every read that decides a write or a delete
+// runs on the primary, and auto-fill reads the replica its records came from.
 //
 // On a MariaDB Galera cluster (detected at db.Use) Compact, Reset and RollUp
 // first wait for their node to apply every write acknowledged anywhere in the

@@ -12,10 +12,15 @@ var (
 	ErrInvalidConfig = errors.New("slotted: invalid configuration")
 	// ErrUnknownCounter: the model has no counter with that tag name or Go field name.
 	ErrUnknownCounter = errors.New("slotted: unknown counter")
-	// ErrMissingPrimaryKey: the record's primary key is the zero value, so there is no record_id to count under.
+	// ErrMissingPrimaryKey: the record's primary key is the zero value or formats to "" (or a Ref is
+	// empty), so there is no record_id to count under.
 	ErrMissingPrimaryKey = errors.New("slotted: record has no primary key value")
 	// ErrUnsupportedModel: the value is not a (pointer to a) struct, slice of structs, or has no single primary key.
 	ErrUnsupportedModel = errors.New("slotted: unsupported model")
-	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id, or the result is too long.
+	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id, or a key (record_id,
+	// Ref, CompactOptions.RecordType/After) is longer than MaxKeyLen, has a NUL byte or is not valid UTF-8.
 	ErrUnsupportedKey = errors.New("slotted: unsupported primary key")
+	// ErrOverflow: a write would take a slot row past the int64 range (nothing is written), Compact
+	// would fold a counter whose total does not fit in int64, or a read's total does not fit in int64.
+	ErrOverflow = errors.New("slotted: counter out of int64 range")
 )

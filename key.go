@@ -76,8 +76,11 @@ func (k recordKey) id(v reflect.Value) (string, error) {
 			return "", err
 		}
 	}
-	if len(id) > MaxKeyLen {
-		return "", fmt.Errorf("%w: record id is %d bytes, longer than %d", ErrUnsupportedKey, len(id), MaxKeyLen)
+	if id == "" {
+		return "", ErrMissingPrimaryKey // a non-zero key whose Value or String is empty
+	}
+	if err := checkKey("record id", id); err != nil {
+		return "", err
 	}
 	return id, nil
 }

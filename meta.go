@@ -103,6 +103,15 @@ func (p *Plugin) target(db *gorm.DB, model any, name string) (c *counter, v refl
 	return c, v, id, nil
 }
 
+// settable refuses models whose counter field a call cannot set: a struct
+// passed by value, or a nil pointer.
+func settable(model any) error {
+	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("%w: %T: this call sets the counter field, so it needs a non-nil pointer to a struct", ErrUnsupportedModel, model)
+	}
+	return nil
+}
+
 // modelArg resolves an argument that names a model type, such as &Post{}.
 func (p *Plugin) modelArg(db *gorm.DB, model any) (*modelMeta, error) {
 	var typ reflect.Type
@@ -203,8 +212,8 @@ func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, ta
 	if c.recordType == "" {
 		c.recordType = s.Table + "." + c.name
 	}
-	if len(c.recordType) > MaxKeyLen {
-		return nil, fmt.Errorf("%w: %s.%s: record_type %q is longer than %d bytes; set type: in the tag", ErrInvalidConfig, s.Name, f.Name, c.recordType, MaxKeyLen)
+	if err := checkKey("record_type", c.recordType); err != nil {
+		return nil, fmt.Errorf("%w: %s.%s: %v; set type: in the tag", ErrInvalidConfig, s.Name, f.Name, err)
 	}
 	if c.slots == 0 {
 		c.slots = p.cfg.Slots

@@ -1,6 +1,11 @@
 package slotted
 
-import "gorm.io/gorm"
+import (
+	"errors"
+	"strings"
+
+	"gorm.io/gorm"
+)
 
 // Migrate creates or migrates the counter table. db.Use does this already
 // unless Config.DisableAutoMigrate is set; call Migrate from your own
@@ -25,10 +30,56 @@ func Migrate(db *gorm.DB) error {
 	return p.migrate(db)
 }
 
+// Many instances of an application may start at once on a database without
+// the table (every rolling deploy of a new install). Each one's AutoMigrate
+// checks for the table and creates it; between the two another may have
+// created it, and the CREATE fails: MySQL 1050, PostgreSQL 42P07, 42710 or
+// 23505 (on pg_type_typname_nsp_index, when both create the row type at
+// once), SQLite "already exists". Such an error is taken for what it is,
+// another instance's success, and the migration is run again: it now finds
+// the table (or column) and checks it as on any later start. No lock is
+// taken: advisory locks (GET_LOCK, pg_advisory_lock) need a pinned session
+// and are not replicated by Galera.
+//
+// The check reads the primary (dbresolver.Write, with the caller's routing):
+// on a replica that lags, or lacks the table, it would decide wrongly.
 func (p *Plugin) migrate(db *gorm.DB) error {
-	tx := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.Table)
-	if p.dialect.withoutRowID {
-		tx = tx.Set("gorm:table_options", " WITHOUT ROWID")
+	var err error
+	for range migrateAttempts {
+		tx := primary(db, p.cfg.Table).Table(p.cfg.Table)
+		if p.dialect.withoutRowID {
+			tx = tx.Set("gorm:table_options", " WITHOUT ROWID")
+		}
+		if err = tx.AutoMigrate(&SlottedCounter{}); err == nil || !alreadyExists(err) {
+			return err
+		}
 	}
-	return tx.AutoMigrate(&SlottedCounter{})
+	return err
+}
+
+// migrateAttempts bounds the re-runs: each one that fails does so because
+// another instance created something it then finds.
+const migrateAttempts = 5
+
+// alreadyExists reports whether a migration statement failed because another
+// instance created the same table, column or index first.
+func alreadyExists(err error) bool {
+	var state interface{ SQLState() string }
+	if errors.As(err, &state) {
+		switch state.SQLState() {
+		case "42P07", "42710", "42701", "23505": // duplicate table/object/column; catalog unique index
+			return true
+		}
+		return false
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		msg := e.Error()
+		for _, code := range []string{"Error 1050 ", "Error 1060 ", "Error 1061 "} { // table, column, key name
+			if strings.HasPrefix(msg, code) {
+				return true
+			}
+		}
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "already exists") || strings.Contains(msg, "duplicate column name") // SQLite
 }

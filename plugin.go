@@ -18,6 +18,8 @@ type Plugin struct {
 	sql      statements
 	models   sync.Map // reflect.Type -> *modelResult: metadata is built once per model type
 	prepared sync.Map // *sql.DB -> *stmtPool: the plugin's own prepared statements
+	sumOnce  sync.Once
+	sumFinal string // the sum as the driver gets it (see sumSQL)
 	stats    stats
 	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
 }
@@ -60,7 +62,11 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return err
 	}
 	p.cfg = cfg
-	if p.sql, err = render(db, cfg.Table); err != nil {
+	p.dialect = dialectOf(db.Dialector)
+	if err := checkTableName(cfg.Table, p.dialect.name); err != nil {
+		return err
+	}
+	if p.sql, err = render(db, cfg.Table, p.dialect); err != nil {
 		return err
 	}
 	if p.causalReads() {
@@ -130,16 +136,20 @@ type dialect struct {
 	// transactions wait for the node to catch up with the cluster first, and
 	// the retry defaults are Galera's (see galera.go).
 	galera bool
+	// guardedUpsert: the upsert's update carries an overflow guard and a write
+	// that changes no row overflowed (SQLite; see overflow.go).
+	guardedUpsert bool
 }
 
 func dialectOf(d gorm.Dialector) dialect {
 	name := d.Name()
 	sqlite := name == "sqlite"
 	return dialect{
-		name:         name,
-		lockingReads: !sqlite,
-		immediateTx:  sqlite,
-		rowCompare:   name == "postgres",
-		withoutRowID: sqlite,
+		name:          name,
+		lockingReads:  !sqlite,
+		immediateTx:   sqlite,
+		rowCompare:    name == "postgres",
+		withoutRowID:  sqlite,
+		guardedUpsert: sqlite,
 	}
 }

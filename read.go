@@ -13,7 +13,8 @@ import (
 // dialect's bind-parameter limit (SQLite's is 32766, MySQL's and PostgreSQL's 65535).
 const loadChunk = 1000
 
-// Count returns a counter's total: the sum of its slot rows, 0 when it has none.
+// Count returns a counter's total: the sum of its slot rows, 0 when it has none,
+// or ErrOverflow when the sum does not fit in int64.
 // model is a struct or a pointer to one with a primary key value.
 //
 //	likes, err := slotted.Count(db, &post, "likes")
@@ -51,16 +52,16 @@ func (p *Plugin) sum(db *gorm.DB, recordType, recordID string) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, overflowed(err)
 	}
 	defer rows.Close()
-	var n int64
+	var n total
 	if rows.Next() {
 		if err := rows.Scan(&n); err != nil {
 			return 0, err
 		}
 	}
-	return n, rows.Err()
+	return int64(n), overflowed(rows.Err())
 }
 
 // Load fills counter fields of models with one query per 1000 records (not
@@ -158,18 +159,18 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 		return nil
 	}
 	if err != nil {
-		return err
+		return overflowed(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var typ, id string
-		var n int64
+		var n total
 		if err := rows.Scan(&typ, &id, &n); err != nil {
 			return err
 		}
-		into[[2]string{typ, id}] = n
+		into[[2]string{typ, id}] = int64(n)
 	}
-	return rows.Err()
+	return overflowed(rows.Err())
 }
 
 // eachStruct calls fn for every addressable struct in v, skipping nil pointers.

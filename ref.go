@@ -10,7 +10,8 @@ import (
 // Ref names a counter directly by its record_type and record_id, without a
 // model: the pattern's original `record_type = 123, record_id = 456` use.
 // A model counter's Ref is Type "<table>.<counter>" (or its tag's type:) and
-// ID the primary key as decimal text or string; RefOf computes it.
+// ID the primary key as decimal text or string; RefOf computes it. Both are
+// valid UTF-8 without NUL bytes, 1..MaxKeyLen bytes.
 type Ref struct {
 	Type string
 	ID   string
@@ -20,10 +21,10 @@ func (r Ref) validate() error {
 	if r.Type == "" || r.ID == "" {
 		return fmt.Errorf("%w: Ref %+v needs both Type and ID", ErrMissingPrimaryKey, r)
 	}
-	if len(r.Type) > MaxKeyLen || len(r.ID) > MaxKeyLen {
-		return fmt.Errorf("%w: Ref Type and ID are limited to %d bytes", ErrUnsupportedKey, MaxKeyLen)
+	if err := checkKey("Ref.Type", r.Type); err != nil {
+		return err
 	}
-	return nil
+	return checkKey("Ref.ID", r.ID)
 }
 
 // RefOf returns the Ref of a model's counter, for logging or for AddRef/CountRef.

@@ -140,7 +140,7 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 			return prog, err
 		}
 		batch := reflect.New(reflect.SliceOf(typ))
-		q := WithoutFill(db.Session(&gorm.Session{NewDB: true})).Model(reflect.New(typ).Interface()).Select(m.key.column).
+		q := WithoutFill(primary(db, m.table)).Model(reflect.New(typ).Interface()).Select(m.key.column).
 			Order(clause.OrderByColumn{Column: pk}).Limit(opts.BatchSize)
 		if after != nil {
 			q = q.Where(clause.Gt{Column: pk, Value: after})

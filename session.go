@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"maps"
 	"strings"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 // The caller's *gorm.DB decides where the plugin's statements run: its
@@ -39,15 +41,105 @@ func (p *Plugin) pool(db *gorm.DB) (gorm.ConnPool, bool) {
 	case gorm.TxCommitter:
 		return db.Statement.ConnPool, true
 	case *sql.DB:
-		if sp, ok := p.prepared.Load(cp); ok {
-			return sp.(*stmtPool), false
-		}
-		sp, _ := p.prepared.LoadOrStore(cp, &stmtPool{DB: cp})
-		return sp.(*stmtPool), false
+		return p.stmtPoolOf(cp), false
 	case nil:
 		return db.Config.ConnPool, false
 	}
 	return cp, false
+}
+
+// stmtPoolOf returns the plugin's prepared-statement pool on sqlDB.
+func (p *Plugin) stmtPoolOf(sqlDB *sql.DB) *stmtPool {
+	if sp, ok := p.prepared.Load(sqlDB); ok {
+		return sp.(*stmtPool)
+	}
+	sp, _ := p.prepared.LoadOrStore(sqlDB, &stmtPool{DB: sqlDB})
+	return sp.(*stmtPool)
+}
+
+// keepPrepared (a Raw and Row callback, after dbresolver's) puts the plugin's
+// own statements back on its prepared-statement pool. dbresolver replaces a
+// statement's pool with the *sql.DB of the source or replica it picks, after
+// the plugin chose its stmtPool: without this every increment under
+// dbresolver is prepare, execute and close again on MySQL. Only the plugin's
+// fixed statements are prepared, never the user's.
+func (p *Plugin) keepPrepared(db *gorm.DB) {
+	sqlDB, ok := db.Statement.ConnPool.(*sql.DB)
+	if !ok || !p.ownStatement(db.Statement.SQL.String()) {
+		return
+	}
+	db.Statement.ConnPool = p.stmtPoolOf(sqlDB)
+}
+
+// ownStatement reports whether query is one of the plugin's fixed statements,
+// the ones it prepares, in the form the driver gets. A new fixed statement
+// belongs here too.
+func (p *Plugin) ownStatement(query string) bool {
+	return query == p.sql.upsert || query == p.sumSQL()
+}
+
+// sumSQL is the sum as db.Raw hands it to the driver ($1 on PostgreSQL),
+// rendered on first use, once Initialize has settled p.sql.
+func (p *Plugin) sumSQL() string {
+	p.sumOnce.Do(func() {
+		tx := p.db.Session(&gorm.Session{NewDB: true, DryRun: true, Logger: logger.Discard}).
+			Raw(p.sql.sum, args(p.sql.sumArgs, "", "", 0, 0)...)
+		p.sumFinal = tx.Statement.SQL.String()
+	})
+	return p.sumFinal
+}
+
+// dbresolver (gorm.io/plugin/dbresolver), which the library does not import,
+// routes each statement by settings on it: dbresolver.Write stores
+// resolverWrite (and drops resolverRead), and its callback, registered under
+// resolverCallback on every chain, picks the pool: a source for writes, for
+// locking reads and under Write, else a replica. dbresolver.Write itself runs
+// that callback on the spot, so that a transaction begun from the statement
+// starts on a source; primary does the same. A plugin-namespaced clause
+// (dbresolver.Use) picks which resolver; inherit carries it.
+const (
+	resolverWrite    = "gorm:db_resolver:write"
+	resolverRead     = "gorm:db_resolver:read"
+	resolverCallback = "gorm:db_resolver"
+)
+
+// primary returns a fresh, chainable *gorm.DB like routed's whose statements
+// run on the primary: what dbresolver.Write does, for the caller's resolver
+// (dbresolver.Use, or the one dbresolver configured for table). Every read
+// that decides a write or a delete, and every write transaction, starts here.
+// Inside the caller's transaction it is that transaction; without dbresolver
+// it is the caller's pool.
+func primary(db *gorm.DB, table string) *gorm.DB {
+	tx := routed(db)
+	tx.Statement.Settings.Delete(resolverRead)
+	tx.Statement.Settings.Store(resolverWrite, struct{}{})
+	if fc := tx.Callback().Query().Get(resolverCallback); fc != nil && !inTransaction(tx) {
+		tx.Statement.Table = table // dbresolver's per-table resolvers go by the statement's table
+		fc(tx)
+		tx.Statement.Table = ""
+	}
+	return tx.Session(&gorm.Session{}) // each chain gets a copy: routing, no Where/Model state
+}
+
+// pinnedPool keeps statements on the pool or connection already chosen for
+// them: dbresolver re-resolves every statement whose pool is not a
+// transaction, so it would move the statements of a connection pinned for
+// BEGIN IMMEDIATE (or a fill meant for the replica its records came from) to
+// a pool of its choosing. Commit and Rollback make it look like a transaction
+// to dbresolver; nothing calls them.
+type pinnedPool struct{ gorm.ConnPool }
+
+var errPinned = errors.New("slotted: a pinned connection is not a transaction")
+
+func (pinnedPool) Commit() error   { return errPinned }
+func (pinnedPool) Rollback() error { return errPinned }
+
+// pin keeps conn's statements on its current pool or connection.
+func pin(conn *gorm.DB) *gorm.DB {
+	if _, ok := conn.Statement.ConnPool.(gorm.TxCommitter); !ok {
+		conn.Statement.ConnPool = pinnedPool{conn.Statement.ConnPool}
+	}
+	return conn
 }
 
 // inherit carries the caller's routing state into a statement the plugin
@@ -108,9 +200,10 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	if inTransaction(db) {
 		return fn(db.Session(&gorm.Session{NewDB: true}))
 	}
-	// Statements inside fn must not open gorm's default transaction of their own.
+	// Statements inside fn must not open gorm's default transaction of their
+	// own. The transaction begins on the primary, with the caller's routing.
 	ctx := contextOf(db)
-	base := db.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true})
+	base := primary(db, p.cfg.Table).Session(&gorm.Session{Context: ctx, SkipDefaultTransaction: true})
 	// READ COMMITTED on InnoDB too: locking reads then take no gap locks, so
 	// two rewrites of neighbouring new counters do not deadlock on inserts into
 	// the same gap. Exactness never relied on them: only rows locked by the
@@ -123,7 +216,7 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 			// server skips wsrep_sync_wait inside a transaction): the reads see
 			// every write acknowledged anywhere before this attempt began.
 			return base.Connection(func(conn *gorm.DB) error {
-				if err := conn.Exec(causalWait).Error; err != nil {
+				if err := pin(routed(conn)).Exec(causalWait).Error; err != nil {
 					return err
 				}
 				return conn.Transaction(fn, readCommitted)
@@ -132,6 +225,7 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 			return base.Transaction(fn, readCommitted)
 		}
 		return base.Connection(func(conn *gorm.DB) (err error) {
+			conn = pin(conn)
 			if err := conn.Exec("BEGIN IMMEDIATE").Error; err != nil {
 				return err
 			}
@@ -159,7 +253,11 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 func endSQLite(conn *gorm.DB, stmt string) error {
 	err := conn.WithContext(context.WithoutCancel(conn.Statement.Context)).Exec(stmt).Error
 	if err != nil && stmt == "ROLLBACK" {
-		if c, ok := conn.Statement.ConnPool.(*sql.Conn); ok {
+		cp := conn.Statement.ConnPool
+		if pinned, ok := cp.(pinnedPool); ok {
+			cp = pinned.ConnPool
+		}
+		if c, ok := cp.(*sql.Conn); ok {
 			_ = c.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}

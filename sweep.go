@@ -49,12 +49,16 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	types := recordTypes(m.counters)
 	rid := clause.Column{Name: "record_id"}
 	after := ""
+	// Its reads decide a delete: the ids and their parents are read on the
+	// primary, never on replicas at different lag (a replica behind the other
+	// would make live counters look orphaned).
+	counters, parents := primary(db, p.cfg.Table), primary(db, m.table)
 	for {
 		if err := contextOf(db).Err(); err != nil {
 			return prog, err
 		}
 		var ids []string
-		q := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.Table).Distinct("record_id").
+		q := counters.Table(p.cfg.Table).Distinct("record_id").
 			Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
 			Order(clause.OrderByColumn{Column: rid}).Limit(opts.BatchSize)
 		if after != "" {
@@ -67,14 +71,14 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 			return prog, nil
 		}
 		after = ids[len(ids)-1]
-		orphans, err := p.orphans(db, m, ids)
+		orphans, err := p.orphans(parents, m, ids)
 		if err != nil {
 			return prog, err
 		}
 		prog.Checked += len(ids)
 		prog.Orphans += len(orphans)
 		if len(orphans) > 0 {
-			removed, err := p.deleteRows(db.Session(&gorm.Session{NewDB: true}), types, orphans)
+			removed, err := p.deleteRows(counters, types, orphans)
 			prog.Rows += removed
 			if err != nil {
 				return prog, err
@@ -86,7 +90,8 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	}
 }
 
-// orphans returns the ids among ids that have no row in the model's table.
+// orphans returns the ids among ids that have no row in the model's table;
+// db is a session on the primary.
 func (p *Plugin) orphans(db *gorm.DB, m *modelMeta, ids []string) ([]string, error) {
 	keys := make([]any, 0, len(ids))
 	for _, id := range ids {
@@ -97,7 +102,7 @@ func (p *Plugin) orphans(db *gorm.DB, m *modelMeta, ids []string) ([]string, err
 	found := reflect.New(reflect.SliceOf(m.typ))
 	if len(keys) > 0 {
 		// Unscoped: a soft-deleted record still owns its counters.
-		err := WithoutFill(db.Session(&gorm.Session{NewDB: true})).Unscoped().Model(reflect.New(m.typ).Interface()).Select(m.key.column).
+		err := WithoutFill(db).Unscoped().Model(reflect.New(m.typ).Interface()).Select(m.key.column).
 			Where(clause.IN{Column: clause.Column{Name: m.key.column}, Values: keys}).Find(found.Interface()).Error
 		if err != nil {
 			return nil, err

@@ -23,7 +23,8 @@ func Increment(db *gorm.DB, model any, counter string) error { return Add(db, mo
 func Decrement(db *gorm.DB, model any, counter string) error { return Add(db, model, counter, -1) }
 
 // Add adds delta to a counter with one upsert into a random slot row; see
-// Increment. A delta of 0 writes nothing.
+// Increment. A delta of 0 writes nothing. A delta that would take the slot
+// past the int64 range fails with ErrOverflow and writes nothing.
 //
 // Inside a transaction (db from db.Transaction or db.Begin) the write joins it
 // and is not retried. Outside one it is a single autocommit statement, retried
@@ -69,13 +70,17 @@ func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta 
 	}
 	pool, inTx := p.pool(db)
 	ctx := contextOf(db)
-	return p.withRetry(ctx, inTx, func() error {
+	return overflowed(p.withRetry(ctx, inTx, func() error {
 		// A fresh slot on each attempt: the one that conflicted is the hottest.
 		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
 		tx := &gorm.DB{Config: db.Config}
 		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
 		inherit(tx.Statement, db.Statement, true)
 		tx.Statement.SQL.WriteString(p.sql.upsert)
-		return db.Callback().Raw().Execute(tx).Error
-	})
+		res := db.Callback().Raw().Execute(tx)
+		if res.Error == nil && res.RowsAffected == 0 && p.dialect.guardedUpsert && !res.DryRun {
+			return fmt.Errorf("%w: adding %d to a slot of %s", ErrOverflow, delta, recordType)
+		}
+		return res.Error
+	}))
 }

@@ -1,0 +1,50 @@
+package slotted
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Keys (record_type and record_id, from models, Refs and options) are text:
+// valid UTF-8 without NUL bytes, 1..MaxKeyLen bytes. PostgreSQL cannot store
+// anything else in a text column (22021), SQLite would store it as text and
+// MySQL as whatever bytes it got, so the same key would name one counter on
+// one database and fail on another. checkKey refuses them before any SQL.
+func checkKey(what, s string) error {
+	switch {
+	case len(s) > MaxKeyLen:
+		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrUnsupportedKey, what, len(s), MaxKeyLen)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("%w: %s contains a NUL byte", ErrUnsupportedKey, what)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrUnsupportedKey, what)
+	}
+	return nil
+}
+
+// identifierLimit is the longest identifier (each part of schema.table) the
+// database keeps as written: MySQL/MariaDB refuse longer names (1059/1103),
+// PostgreSQL silently truncates them to NAMEDATALEN-1 bytes, which would make
+// the plugin write a table other than the one configured. SQLite has no
+// limit; 64 keeps a name that also works on MySQL.
+func identifierLimit(dialect string) int {
+	switch dialect {
+	case "postgres":
+		return 63
+	case "sqlserver":
+		return 128
+	}
+	return 64
+}
+
+// checkTableName checks Config.Table against the dialect's identifier limit.
+func checkTableName(table, dialect string) error {
+	limit := identifierLimit(dialect)
+	for _, part := range strings.Split(table, ".") {
+		if len(part) > limit {
+			return fmt.Errorf("%w: Table %q: %q is %d bytes, longer than %s's %d", ErrInvalidConfig, table, part, len(part), dialect, limit)
+		}
+	}
+	return nil
+}

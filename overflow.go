@@ -1,0 +1,100 @@
+package slotted
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// A counter lives in int64, and nothing the plugin does may wrap it around or
+// change its type:
+//
+//	a write   MySQL (1690) and PostgreSQL (22003) refuse an upsert that would
+//	          take a slot past int64; SQLite would silently store the slot as
+//	          a REAL, so its upsert carries a guard (DO UPDATE ... WHERE the
+//	          sum is still an integer) and 0 rows changed means overflow.
+//	          Either way the caller gets ErrOverflow and nothing is written.
+//	Compact   sums locked slot rows in Go, exactly (sumExact); a counter whose
+//	          total does not fit is refused (Compact) or left as it is (CompactAll).
+//	a read    MySQL's SUM is DECIMAL and PostgreSQL's numeric, so a total past
+//	          int64 arrives as text (total.Scan); SQLite's SUM raises "integer
+//	          overflow". Both are ErrOverflow.
+
+// overflowed wraps a database's integer-overflow error in ErrOverflow and
+// returns any other error as it is. Only the plugin's own statements go
+// through it, so the codes cannot come from anything else.
+func overflowed(err error) error {
+	if err == nil || errors.Is(err, ErrOverflow) || !isOverflow(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrOverflow, err)
+}
+
+func isOverflow(err error) bool {
+	var state interface{ SQLState() string }
+	if errors.As(err, &state) {
+		return state.SQLState() == "22003" // numeric_value_out_of_range
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if strings.HasPrefix(e.Error(), "Error 1690 ") { // go-sql-driver/mysql: "Error 1690 (22003): BIGINT value is out of range ..."
+			return true
+		}
+	}
+	return strings.Contains(err.Error(), "integer overflow") // SQLite's SUM
+}
+
+// sumExact adds counts as if with unbounded integers: ok is false when the
+// total does not fit in int64. A running sum may wrap on the way (MaxInt64,
+// 5, -10 totals MaxInt64-5): carry counts the wraps, and the total fits
+// exactly when they cancel out.
+func sumExact(rows []SlottedCounter) (sum int64, ok bool) {
+	var carry int
+	for _, r := range rows {
+		next := sum + r.Count
+		switch {
+		case r.Count > 0 && next < sum:
+			carry++
+		case r.Count < 0 && next > sum:
+			carry--
+		}
+		sum = next
+	}
+	return sum, carry == 0
+}
+
+// total scans a SUM of bigint counts: an integer on SQLite, DECIMAL text on
+// MySQL/MariaDB, numeric text on PostgreSQL. A total past int64 is ErrOverflow,
+// not a driver's conversion error.
+type total int64
+
+func (t *total) Scan(src any) error {
+	switch v := src.(type) {
+	case int64:
+		*t = total(v)
+	case nil:
+		*t = 0
+	case []byte:
+		return t.parse(string(v))
+	case string:
+		return t.parse(v)
+	case float64: // a slot SQLite turned into a REAL before writes were guarded
+		if v != math.Trunc(v) || v < math.MinInt64 || v >= math.MaxInt64 {
+			return fmt.Errorf("%w: total %g", ErrOverflow, v)
+		}
+		*t = total(v)
+	default:
+		return fmt.Errorf("slotted: unexpected %T for a total", src)
+	}
+	return nil
+}
+
+func (t *total) parse(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("%w: total %s", ErrOverflow, s)
+	}
+	*t = total(n)
+	return err
+}
