@@ -29,10 +29,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"gorm.io/driver/mysql"
-	"gorm.io/driver/postgres"
 	_ "github.com/ncruces/go-sqlite3/embed" // SQLite itself, compiled to WebAssembly
 	"github.com/ncruces/go-sqlite3/gormlite"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
