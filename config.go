@@ -32,6 +32,10 @@ type Config struct {
 	// (PostgreSQL). Default: "slotted_counters" (DefaultTable).
 	Table string
 
+	// OnceTable is the table of AddOnce's keys, named like Table. Default: "slotted_once"
+	// (DefaultOnceTable).
+	OnceTable string
+
 	// DisableAutoMigrate stops db.Use from creating or migrating the counter table; run
 	// slotted.Migrate from your own migration step instead. Default: false (migrate on db.Use).
 	DisableAutoMigrate bool
@@ -80,6 +84,9 @@ func (c Config) withDefaults(galera bool) (Config, error) {
 	if c.Table == "" {
 		c.Table = DefaultTable
 	}
+	if c.OnceTable == "" {
+		c.OnceTable = DefaultOnceTable
+	}
 	switch {
 	case c.MaxRetries == 0:
 		c.MaxRetries = retries
@@ -99,6 +106,9 @@ func (c Config) withDefaults(galera bool) (Config, error) {
 	}
 	if !tableName.MatchString(c.Table) {
 		return c, fmt.Errorf("%w: Table %q (letters, digits, '_', '$', one optional schema '.')", ErrInvalidConfig, c.Table)
+	}
+	if !tableName.MatchString(c.OnceTable) || c.OnceTable == c.Table {
+		return c, fmt.Errorf("%w: OnceTable %q (letters, digits, '_', '$', one optional schema '.'; not Table)", ErrInvalidConfig, c.OnceTable)
 	}
 	if c.MinRetryBackoff < 0 || c.MaxRetryBackoff < c.MinRetryBackoff {
 		return c, fmt.Errorf("%w: retry backoff %v..%v", ErrInvalidConfig, c.MinRetryBackoff, c.MaxRetryBackoff)

@@ -7,7 +7,8 @@ import (
 	"gorm.io/gorm"
 )
 
-// Migrate creates or migrates the counter table. db.Use does this already
+// Migrate creates or migrates the counter table and the once table (AddOnce's
+// keys, Config.OnceTable). db.Use does this already
 // unless Config.DisableAutoMigrate is set; call Migrate from your own
 // migration step in that case. It is idempotent.
 //
@@ -44,13 +45,21 @@ func Migrate(db *gorm.DB) error {
 // The check reads the primary (dbresolver.Write, with the caller's routing):
 // on a replica that lags, or lacks the table, it would decide wrongly.
 func (p *Plugin) migrate(db *gorm.DB) error {
+	if err := p.migrateTable(db, p.cfg.Table, &SlottedCounter{}); err != nil {
+		return err
+	}
+	return p.migrateOnce(db)
+}
+
+// migrateTable migrates one of the plugin's tables as described above.
+func (p *Plugin) migrateTable(db *gorm.DB, table string, model any) error {
 	var err error
 	for range migrateAttempts {
-		tx := primary(db, p.cfg.Table).Table(p.cfg.Table)
+		tx := primary(db, table).Table(table)
 		if p.dialect.withoutRowID {
 			tx = tx.Set("gorm:table_options", " WITHOUT ROWID")
 		}
-		if err = tx.AutoMigrate(&SlottedCounter{}); err == nil || !alreadyExists(err) {
+		if err = tx.AutoMigrate(model); err == nil || !alreadyExists(err) {
 			return err
 		}
 	}

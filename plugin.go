@@ -66,6 +66,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := checkTableName(cfg.Table, p.dialect.name); err != nil {
 		return err
 	}
+	if err := checkTableName(cfg.OnceTable, p.dialect.name); err != nil {
+		return err
+	}
 	if p.sql, err = render(db, cfg.Table, p.dialect); err != nil {
 		return err
 	}
@@ -74,7 +77,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	}
 	if !cfg.DisableAutoMigrate {
 		if err := p.migrate(db); err != nil {
-			return fmt.Errorf("slotted: migrating %s: %w", cfg.Table, err)
+			return fmt.Errorf("slotted: migrating %s and %s: %w", cfg.Table, cfg.OnceTable, err)
 		}
 	}
 	return p.registerCallbacks(db)

@@ -10,7 +10,8 @@ import (
 )
 
 // Runner is a background job for applications without a cron: every Interval
-// it compacts counters and/or rolls cached columns up, until its context ends.
+// it compacts counters, rolls cached columns up and/or prunes AddOnce's expired
+// keys, until its context ends.
 //
 //	r := slotted.Runner{
 //		Interval: time.Minute,
@@ -33,6 +34,9 @@ type Runner struct {
 	Compact *CompactOptions
 	// RollUp lists models (e.g. &Post{}) whose cache columns RollUpAll refreshes every pass.
 	RollUp []any
+	// PruneKeys deletes AddOnce's expired keys (ExpireAfter) every pass, on the primary, 1000
+	// per statement. Keys without an expiry are never pruned.
+	PruneKeys bool
 	// OnError receives every error of a pass. Default: the *gorm.DB's logger, at error level.
 	OnError func(error)
 	// OnPass, when set, is called after every pass with what it did.
@@ -45,6 +49,7 @@ type Pass struct {
 	Took    time.Duration
 	Compact CompactProgress
 	RollUp  []RollUpProgress // in the order of Runner.RollUp
+	Pruned  int64            // expired once keys deleted (PruneKeys)
 	Err     error            // every error of the pass, joined
 }
 
@@ -54,8 +59,8 @@ func (r Runner) Run(ctx context.Context, db *gorm.DB) error {
 	if _, err := pluginOf(db); err != nil {
 		return err
 	}
-	if r.Compact == nil && len(r.RollUp) == 0 {
-		return fmt.Errorf("%w: Runner has nothing to do (set Compact or RollUp)", ErrInvalidConfig)
+	if r.Compact == nil && len(r.RollUp) == 0 && !r.PruneKeys {
+		return fmt.Errorf("%w: Runner has nothing to do (set Compact, RollUp or PruneKeys)", ErrInvalidConfig)
 	}
 	if r.Interval == 0 {
 		r.Interval = time.Minute
@@ -111,6 +116,15 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 		pass.RollUp = append(pass.RollUp, prog)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("roll up %T: %w", model, err))
+		}
+	}
+	if r.PruneKeys && ctx.Err() == nil {
+		p, err := pluginOf(db)
+		if err == nil {
+			pass.Pruned, err = p.pruneKeys(ctx, db, pass.Started)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prune keys: %w", err))
 		}
 	}
 	return pass

@@ -1,0 +1,298 @@
+package slotted
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Retry-safe writes. An error such as MySQL's "invalid connection" or a
+// context deadline does not say whether the statement committed: after a
+// killed connection most of them had, and a write that timed out on a frozen
+// server was often applied when it resumed. Add cannot be retried after such
+// an error without counting twice. AddOnce records the caller's key in the
+// once table (Config.OnceTable) in the same transaction as the increment:
+//
+//	BEGIN                                      -- BEGIN IMMEDIATE on SQLite
+//	INSERT IGNORE INTO `slotted_once` (`record_type`,`record_id`,`op_key`,`delta`,`expires_at`)
+//	  VALUES ('posts.likes','42','user:7',1,NULL)                -- PG/SQLite: ON CONFLICT (...) DO NOTHING
+//	INSERT INTO `slotted_counters` ... ON DUPLICATE KEY UPDATE ...  -- only if the key was inserted (1 row)
+//	COMMIT
+//
+// Either both commit or neither does, so a retry with the same key finds the
+// key and adds nothing. The key is per counter (its record_type and
+// record_id), so "one like per user" is AddOnce with the user's id as key,
+// and RemoveOnce its undo.
+//
+// INSERT IGNORE rather than ON DUPLICATE KEY UPDATE on MySQL: with the
+// driver's clientFoundRows=true a no-op update reports 1 row, which would
+// count a duplicate. IGNORE also turns other errors into warnings, but every
+// value is checked before it is sent.
+
+// DefaultOnceTable is the once table's name unless Config.OnceTable says otherwise.
+const DefaultOnceTable = "slotted_once"
+
+// onceRow is one key of AddOnce: the counter, the key and the delta it
+// added (RemoveOnce subtracts it), kept until expires_at (NULL: forever).
+// The primary key is the conflict target; the expires_at index serves the
+// Runner's pruning.
+type onceRow struct {
+	RecordType Key        `gorm:"primaryKey;size:128;not null"`
+	RecordID   Key        `gorm:"primaryKey;size:128;not null"`
+	OpKey      Key        `gorm:"primaryKey;size:128;not null"`
+	Delta      int64      `gorm:"not null"`
+	ExpiresAt  *time.Time `gorm:"index"`
+}
+
+func (onceRow) TableName() string { return DefaultOnceTable }
+
+// OnceOption tunes one AddOnce or AddRefOnce call.
+type OnceOption func(*onceOptions)
+
+type onceOptions struct{ ttl time.Duration }
+
+// ExpireAfter keeps the key for at least ttl (then AddOnce may apply it
+// again, and the Runner's PruneKeys deletes it). For retries of a request,
+// ttl is how long a client may go on retrying it; "one like per user" keeps
+// keys forever, the default. ttl must be positive.
+func ExpireAfter(ttl time.Duration) OnceOption { return func(o *onceOptions) { o.ttl = ttl } }
+
+// AddOnce adds delta to a counter, like Add, unless key was applied to this
+// counter before: it returns whether it applied the write now. Retrying an
+// AddOnce whose outcome is unknown (a connection lost or a deadline passed
+// while it ran) therefore never counts twice, and AddOnce with a user's id as
+// key counts each user once. key is valid UTF-8 without NUL bytes,
+// 1..MaxKeyLen bytes. model's field moves only when the write was applied.
+//
+//	applied, err := slotted.AddOnce(db, &post, "likes", 1, "user:7")
+//	// BEGIN
+//	// INSERT IGNORE INTO `slotted_once` (`record_type`,`record_id`,`op_key`,`delta`,`expires_at`) VALUES ('posts.likes','42','user:7',1,NULL)
+//	// INSERT INTO `slotted_counters` (...) VALUES ('posts.likes','42',17,1) ON DUPLICATE KEY UPDATE ...  -- if the key was new
+//	// COMMIT
+//
+// Keys are kept forever unless ExpireAfter is given; an expired key counts as
+// absent. Inside the caller's transaction AddOnce joins it (the key is
+// recorded only if that transaction commits) and is not retried; outside one
+// it runs its own transaction, retried as a whole on lock conflicts. A key
+// already applied with another delta is not applied again.
+func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, opts ...OnceOption) (applied bool, err error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return false, err
+	}
+	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false, fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
+	}
+	c, v, id, err := p.target(db, model, counter)
+	if err != nil {
+		return false, err
+	}
+	o, err := onceArgs(delta, key, opts)
+	if err != nil {
+		return false, err
+	}
+	if applied, err = p.addOnce(db, Ref{c.recordType, id}, c.slots, delta, key, o); applied {
+		c.add(v, delta)
+	}
+	return applied, err
+}
+
+// AddRefOnce is AddOnce for a counter named by Ref, spread over Config.Slots slots.
+func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOption) (applied bool, err error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return false, err
+	}
+	if err := ref.validate(); err != nil {
+		return false, err
+	}
+	o, err := onceArgs(delta, key, opts)
+	if err != nil {
+		return false, err
+	}
+	return p.addOnce(db, ref, p.cfg.Slots, delta, key, o)
+}
+
+// RemoveOnce undoes AddOnce: if key is recorded (and not expired) for the
+// counter, it deletes the key and subtracts the delta AddOnce added, in one
+// transaction, and reports true; otherwise it writes nothing. "Unlike" is
+// RemoveOnce with the user's id; retrying it is safe too, as the key is gone
+// after the first success. model's field moves by the subtracted delta.
+//
+//	removed, err := slotted.RemoveOnce(db, &post, "likes", "user:7")
+//	// BEGIN
+//	// SELECT `delta` FROM `slotted_once` WHERE `record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7'
+//	//   AND (`expires_at` IS NULL OR `expires_at` > '2026-...') LIMIT 1 FOR UPDATE
+//	// DELETE FROM `slotted_once` WHERE `record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7'
+//	// INSERT INTO `slotted_counters` (...) VALUES ('posts.likes','42',5,-1) ON DUPLICATE KEY UPDATE ...
+//	// COMMIT
+func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed bool, err error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return false, err
+	}
+	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false, fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
+	}
+	c, v, id, err := p.target(db, model, counter)
+	if err != nil {
+		return false, err
+	}
+	if err := checkOnceKey(key); err != nil {
+		return false, err
+	}
+	delta, removed, err := p.removeOnce(db, Ref{c.recordType, id}, c.slots, key)
+	if removed {
+		c.add(v, -delta)
+	}
+	return removed, err
+}
+
+// RemoveRefOnce is RemoveOnce for a counter named by Ref.
+func RemoveRefOnce(db *gorm.DB, ref Ref, key string) (removed bool, err error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return false, err
+	}
+	if err := ref.validate(); err != nil {
+		return false, err
+	}
+	if err := checkOnceKey(key); err != nil {
+		return false, err
+	}
+	_, removed, err = p.removeOnce(db, ref, p.cfg.Slots, key)
+	return removed, err
+}
+
+func checkOnceKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: the once key is empty", ErrUnsupportedKey)
+	}
+	return checkKey("the once key", key)
+}
+
+// onceArgs checks AddOnce's arguments. MinInt64 is refused because
+// RemoveOnce could not subtract it.
+func onceArgs(delta int64, key string, opts []OnceOption) (onceOptions, error) {
+	var o onceOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.ttl < 0 {
+		return o, fmt.Errorf("%w: ExpireAfter(%v)", ErrInvalidConfig, o.ttl)
+	}
+	if delta == math.MinInt64 {
+		return o, fmt.Errorf("%w: AddOnce's delta %d could not be undone", ErrOverflow, delta)
+	}
+	return o, checkOnceKey(key)
+}
+
+// addOnce inserts the key and, only if it was new, adds delta, in one write
+// transaction. An expired key still in the table is replaced in the same
+// transaction, so expiry does not wait for the Runner.
+func (p *Plugin) addOnce(db *gorm.DB, ref Ref, slots int, delta int64, key string, o onceOptions) (applied bool, err error) {
+	err = p.writeTx(db, func(tx *gorm.DB) error {
+		applied = false // an attempt that failed and is retried starts over
+		now := time.Now().UTC()
+		row := onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}
+		if o.ttl > 0 {
+			at := now.Add(o.ttl)
+			row.ExpiresAt = &at
+		}
+		inserted, err := p.insertKey(tx, &row)
+		if err != nil || !inserted {
+			if err != nil {
+				return err
+			}
+			// Only a key seen expired is deleted: a DELETE of a live key would
+			// ask InnoDB for the X lock that racing duplicates, holding the S
+			// lock of their INSERT IGNORE, all ask for too (a deadlock).
+			var seen []onceRow
+			if err := tx.Table(p.cfg.OnceTable).Select("expires_at").Where(onceCondition(ref, key)).
+				Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Limit(1).Find(&seen).Error; err != nil || len(seen) == 0 {
+				return err // the key is live: nothing to apply
+			}
+			res := tx.Table(p.cfg.OnceTable).Where(onceCondition(ref, key)).
+				Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Delete(&onceRow{})
+			if res.Error != nil || res.RowsAffected == 0 {
+				return res.Error // replaced by another AddOnce meanwhile: now live
+			}
+			if inserted, err = p.insertKey(tx, &row); err != nil || !inserted {
+				return err // the transaction holds the key's lock since its DELETE: !inserted cannot happen
+			}
+		}
+		if err := p.add(tx, ref.Type, ref.ID, slots, delta); err != nil {
+			return err
+		}
+		applied = true
+		return nil
+	})
+	return applied && err == nil, err
+}
+
+// insertKey inserts row unless its key is there, reporting whether it did.
+func (p *Plugin) insertKey(tx *gorm.DB, row *onceRow) (bool, error) {
+	q := tx.Table(p.cfg.OnceTable)
+	if p.dialect.insertIgnore() {
+		q = q.Clauses(clause.Insert{Modifier: "IGNORE"})
+	} else {
+		q = q.Clauses(clause.OnConflict{Columns: onceKeyColumns(), DoNothing: true})
+	}
+	res := q.Create(row)
+	return res.Error == nil && res.RowsAffected == 1, res.Error
+}
+
+// removeOnce deletes the key and subtracts its delta in one write transaction.
+func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, slots int, key string) (delta int64, removed bool, err error) {
+	err = p.writeTx(db, func(tx *gorm.DB) error {
+		removed = false
+		var rows []onceRow
+		q := tx.Table(p.cfg.OnceTable).Select("delta").Where(onceCondition(ref, key)).
+			Where(clause.Or(clause.Eq{Column: clause.Column{Name: "expires_at"}, Value: nil},
+				clause.Gt{Column: clause.Column{Name: "expires_at"}, Value: time.Now().UTC()})).Limit(1)
+		if p.dialect.lockingReads { // SQLite's BEGIN IMMEDIATE already holds the database's write lock
+			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+		}
+		if err := q.Find(&rows).Error; err != nil || len(rows) == 0 {
+			return err
+		}
+		res := tx.Table(p.cfg.OnceTable).Where(onceCondition(ref, key)).Delete(&onceRow{})
+		if res.Error != nil || res.RowsAffected != 1 {
+			return res.Error // locked above: another undo cannot have deleted it meanwhile
+		}
+		delta = rows[0].Delta
+		if err := p.add(tx, ref.Type, ref.ID, slots, -delta); err != nil {
+			return err
+		}
+		removed = true
+		return nil
+	})
+	return delta, removed && err == nil, err
+}
+
+// insertIgnore: the key's insert is INSERT IGNORE (MySQL/MariaDB), not
+// ON CONFLICT DO NOTHING.
+func (d dialect) insertIgnore() bool { return d.name == "mysql" }
+
+func onceKeyColumns() []clause.Column {
+	return []clause.Column{{Name: "record_type"}, {Name: "record_id"}, {Name: "op_key"}}
+}
+
+// onceCondition selects one key's row.
+func onceCondition(ref Ref, key string) clause.Expression {
+	return clause.And(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: ref.Type},
+		clause.Eq{Column: clause.Column{Name: "record_id"}, Value: ref.ID},
+		clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key})
+}
+
+// migrateOnce creates or migrates the once table, tolerant of concurrent
+// instances like the counter table (see migrate).
+func (p *Plugin) migrateOnce(db *gorm.DB) error {
+	return p.migrateTable(db, p.cfg.OnceTable, &onceRow{})
+}
