@@ -124,6 +124,51 @@ func ExampleAddRef() {
 	//   ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + 1
 }
 
+func ExampleAddOnce() {
+	// A request retried after an ambiguous error ("invalid connection", a deadline) counts once.
+	requestID := "9b2f61c4" // from the client, the same on every retry
+	applied, err := slotted.AddOnce(db, &Post{ID: 42}, "views", 1, requestID, slotted.ExpireAfter(24*time.Hour))
+	// BEGIN
+	// INSERT IGNORE INTO `slotted_once` (`record_type`,`record_id`,`op_key`,`delta`,`expires_at`)
+	//   VALUES ('posts.views','42','9b2f61c4',1,'2026-11-25 10:00:00')
+	// INSERT INTO `slotted_counters` (...) VALUES ('posts.views','42',7,1) ON DUPLICATE KEY UPDATE ...  -- only if applied
+	// COMMIT
+	fmt.Println(applied, err) // true <nil>; false <nil> on a retry that finds the key
+
+	// One like per user, with no likes table: the user's id is the key, kept forever.
+	liked, _ := slotted.AddOnce(db, &Post{ID: 42}, "likes", 1, "user:7")
+	fmt.Println(liked) // false when user 7 liked post 42 already
+}
+
+func ExampleAddRefOnce() {
+	applied, _ := slotted.AddRefOnce(db, slotted.Ref{Type: "downloads", ID: "v1.2.0"}, 1, "req-5f1c")
+	fmt.Println(applied)
+}
+
+func ExampleRemoveOnce() {
+	// Unlike: subtracts what AddOnce added under the key, and frees the key.
+	removed, _ := slotted.RemoveOnce(db, &Post{ID: 42}, "likes", "user:7")
+	// BEGIN
+	// SELECT `delta` FROM `slotted_once` WHERE (`record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7')
+	//   AND (`expires_at` IS NULL OR `expires_at` > '2026-11-24 10:00:00') LIMIT 1 FOR UPDATE
+	// DELETE FROM `slotted_once` WHERE (`record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7')
+	// INSERT INTO `slotted_counters` (...) VALUES ('posts.likes','42',31,-1) ON DUPLICATE KEY UPDATE ...
+	// COMMIT
+	fmt.Println(removed) // false when user 7 had not liked it
+}
+
+func ExampleRemoveRefOnce() {
+	removed, _ := slotted.RemoveRefOnce(db, slotted.Ref{Type: "downloads", ID: "v1.2.0"}, "req-5f1c")
+	fmt.Println(removed)
+}
+
+func ExampleExpireAfter() {
+	// Remember the key for a day: long enough for every retry of the request. The Runner's
+	// PruneKeys deletes it afterwards.
+	_, _ = slotted.AddOnce(db, &Post{ID: 42}, "views", 1, "9b2f61c4", slotted.ExpireAfter(24*time.Hour))
+	go slotted.Runner{PruneKeys: true}.Run(context.Background(), db)
+}
+
 func ExampleRefOf() {
 	ref, _ := slotted.RefOf(db, &Post{ID: 42}, "likes")
 	fmt.Printf("%+v\n", ref) // {Type:posts.likes ID:42}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -103,6 +104,81 @@ func Example_addRef() {
 	n, _ := slotted.CountRef(db, ref)
 	fmt.Println(n)
 	// Output: 5
+}
+
+func Example_addOnce() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	// The first call committed, but say the caller saw "invalid connection" and retries.
+	first, _ := slotted.AddOnce(db, &post, "likes", 1, "req-1")
+	retry, _ := slotted.AddOnce(db, &post, "likes", 1, "req-1")
+	n, _ := slotted.Count(db, &post, "likes")
+	fmt.Println(first, retry, n, post.Likes)
+	// Output: true false 1 1
+}
+
+func Example_addRefOnce() {
+	db, done := exampleDB()
+	defer done()
+
+	ref := slotted.Ref{Type: "downloads", ID: "v1.2.0"}
+	for _, user := range []string{"user:1", "user:2", "user:1"} {
+		applied, _ := slotted.AddRefOnce(db, ref, 1, user)
+		fmt.Println(user, applied)
+	}
+	n, _ := slotted.CountRef(db, ref)
+	fmt.Println(n)
+	// Output:
+	// user:1 true
+	// user:2 true
+	// user:1 false
+	// 2
+}
+
+func Example_removeOnce() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	_, _ = slotted.AddOnce(db, &post, "likes", 1, "user:7")        // like
+	removed, _ := slotted.RemoveOnce(db, &post, "likes", "user:7") // unlike
+	again, _ := slotted.RemoveOnce(db, &post, "likes", "user:7")   // a retried unlike
+	n, _ := slotted.Count(db, &post, "likes")
+	fmt.Println(removed, again, n)
+	// Output: true false 0
+}
+
+func Example_removeRefOnce() {
+	db, done := exampleDB()
+	defer done()
+
+	ref := slotted.Ref{Type: "downloads", ID: "v1.2.0"}
+	_, _ = slotted.AddRefOnce(db, ref, 5, "batch-1")
+	removed, _ := slotted.RemoveRefOnce(db, ref, "batch-1")
+	n, _ := slotted.CountRef(db, ref)
+	fmt.Println(removed, n)
+	// Output: true 0
+}
+
+func Example_expireAfter() {
+	db, done := exampleDB()
+	defer done()
+
+	ref := slotted.Ref{Type: "views", ID: "1"}
+	applied, _ := slotted.AddRefOnce(db, ref, 1, "req-1", slotted.ExpireAfter(time.Hour))
+	retried, _ := slotted.AddRefOnce(db, ref, 1, "req-1", slotted.ExpireAfter(time.Hour))
+	fmt.Println(applied, retried)
+
+	// A Runner with PruneKeys deletes keys whose hour has passed; this one has not.
+	ctx, cancel := context.WithCancel(context.Background())
+	_ = slotted.Runner{PruneKeys: true, OnPass: func(p slotted.Pass) { fmt.Println("pruned", p.Pruned); cancel() }}.Run(ctx, db)
+	// Output:
+	// true false
+	// pruned 0
 }
 
 func Example_refOf() {
