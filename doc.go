@@ -44,9 +44,20 @@
 // through gorm remove them already). All of them stay exact while writers keep
 // incrementing. Diagnose reports lock waits and the hottest counters.
 //
+// # Retry-safe writes
+//
+// An error such as "invalid connection" or a passed deadline does not say
+// whether the write committed, so retrying Increment after one may count
+// twice. AddOnce (and AddRefOnce) records a key of the caller's choosing (a
+// request id, a user id) in the same transaction as the increment, and
+// applies each key once per counter: a retry with the same key adds nothing,
+// and "one like per user" needs no table of its own. RemoveOnce undoes it.
+// Keys are kept forever, or for ExpireAfter's ttl, after which a Runner with
+// PruneKeys deletes them.
+//
 // # Guarantees
 //
-// Every write is one statement. Inside the caller's transaction it joins the
+// Every write is one statement (AddOnce and RemoveOnce: one transaction). Inside the caller's transaction it joins the
 // transaction; outside one it runs in autocommit, with no BEGIN/COMMIT, and is
 // retried on deadlocks, lock wait timeouts, serialization failures and
 // SQLITE_BUSY. Bad input returns an error wrapping one of the Err* sentinels
