@@ -18,7 +18,8 @@ var (
 	// ErrUnsupportedModel: the value is not a (pointer to a) struct, slice of structs, or has no single primary key.
 	ErrUnsupportedModel = errors.New("slotted: unsupported model")
 	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id, or a key (record_id,
-	// Ref, CompactOptions.RecordType/After) is longer than MaxKeyLen, has a NUL byte or is not valid UTF-8.
+	// Ref, AddOnce's key, CompactOptions.RecordType/After) is longer than MaxKeyLen, has a NUL byte or is not
+	// valid UTF-8, or AddOnce's key is empty.
 	ErrUnsupportedKey = errors.New("slotted: unsupported primary key")
 	// ErrOverflow: a write would take a slot row past the int64 range (nothing is written), Compact
 	// would fold a counter whose total does not fit in int64, or a read's total does not fit in int64.
