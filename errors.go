@@ -18,4 +18,6 @@ var (
 	ErrUnsupportedModel = errors.New("slotted: unsupported model")
 	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id, or the result is too long.
 	ErrUnsupportedKey = errors.New("slotted: unsupported primary key")
+	// ErrCounterCache: a new record sets a counter-cache counter, which only its children may move.
+	ErrCounterCache = errors.New("slotted: counter caches are counted from their children")
 )

@@ -20,6 +20,8 @@ type Plugin struct {
 	prepared sync.Map // *sql.DB -> *stmtPool: the plugin's own prepared statements
 	stats    stats
 	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
+
+	caches cacheRegistry // counter caches declared with CounterCache (countercache.go)
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which

@@ -1,0 +1,620 @@
+package slotted
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// The counter cache and seed callbacks, registered by registerCallbacks:
+//
+//	create  slotted:cache_before_create  after gorm:before_create, before gorm:create   refuse counter-cache fields; lock an upsert's existing rows
+//	create  slotted:cache_after_create   after gorm:create, before gorm:after_create    seed counters; count the new children
+//	update  slotted:cache_before_update  after gorm:before_update, before gorm:update   lock the rows the UPDATE changes, read them
+//	update  slotted:cache_after_update   after gorm:update, before gorm:after_update    read them again; move the counts
+//	delete  slotted:cache_before_delete  after gorm:before_delete, before gorm:delete   lock the rows the DELETE removes, read them
+//	delete  slotted:cache_after_delete   after gorm:delete, before gorm:after_delete    uncount them
+//	all     slotted:cache_end_tx         after gorm:after_*                             commit the transaction begun for a statement that had none
+//
+// Every change is the difference of two images of the child rows the
+// statement touches, each image being (foreign key, soft-deleted?, condition,
+// summed column) per row: nothing before a Create, nothing after a Delete. For
+// an update or delete the "before" image is selected with the statement's own
+// conditions FOR UPDATE, and the statement is then restricted to exactly the
+// locked rows (primary key IN (...)), so a row inserted by another
+// transaction meanwhile can neither be changed without being counted nor be
+// counted without being changed. The deltas are summed per parent and
+// written with one upsert per parent, in (record_type, record_id) order.
+
+// restrictLimit bounds the primary keys added to an UPDATE or DELETE (bind
+// values stay below every dialect's limit). A statement changing more rows is
+// not restricted: at READ COMMITTED it can change a row that another
+// transaction inserted after the image was read, which is then not counted.
+const restrictLimit = 10000
+
+const (
+	cacheOpKey = "slotted:cache_op"
+	ownTxKey   = "slotted:own_tx"
+)
+
+func (p *Plugin) registerCacheCallbacks(db *gorm.DB) error {
+	type reg struct {
+		proc interface {
+			Register(string, func(*gorm.DB)) error
+		}
+		name string
+		fn   func(*gorm.DB)
+	}
+	c, u, d := db.Callback().Create(), db.Callback().Update(), db.Callback().Delete()
+	for _, r := range []reg{
+		{c.After("gorm:before_create").Before("gorm:create"), "slotted:cache_before_create", p.cacheBeforeCreate},
+		{c.After("gorm:create").Before("gorm:after_create"), "slotted:cache_after_create", p.cacheAfterCreate},
+		{c.After("gorm:after_create"), "slotted:cache_end_tx", endOwnTx},
+		{u.After("gorm:before_update").Before("gorm:update"), "slotted:cache_before_update", p.cacheBeforeChange},
+		{u.After("gorm:update").Before("gorm:after_update"), "slotted:cache_after_update", p.cacheAfterChange},
+		{u.After("gorm:after_update"), "slotted:cache_end_tx", endOwnTx},
+		{d.After("gorm:before_delete").Before("gorm:delete"), "slotted:cache_before_delete", p.cacheBeforeChange},
+		{d.After("gorm:delete").Before("gorm:after_delete"), "slotted:cache_after_delete", p.cacheAfterChange},
+		{d.After("gorm:after_delete"), "slotted:cache_end_tx", endOwnTx},
+	} {
+		if err := r.proc.Register(r.name, r.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cacheOp carries a statement's "before" image to its after callback.
+type cacheOp struct {
+	cc     *childCaches
+	deltas deltas
+	keys   []any // the locked rows' primary keys: the "after" image reads them again
+	// records are the new children of a Create from maps, as structs.
+	records []reflect.Value
+}
+
+// deltas sums the changes per parent counter.
+type deltas map[deltaKey]int64
+
+type deltaKey struct {
+	c  *counterCache
+	id string
+}
+
+// image is one child row as its caches see it.
+type image struct {
+	fks   []any
+	sums  []any
+	alive bool   // not soft-deleted
+	flags []bool // the conditions' values; nil: evaluate Match on the record
+}
+
+// otherTable reports a statement on the model's struct but another table
+// (db.Table("archive")), whose rows no counter counts.
+func otherTable(s *gorm.Statement) bool {
+	return (s.Table != "" && s.Table != s.Schema.Table) || s.TableExpr != nil
+}
+
+// cacheBeforeCreate refuses non-zero counter-cache fields on new parents and
+// locks the rows an upsert of children may change.
+func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
+	s := db.Statement
+	if db.Error != nil || s.Schema == nil || db.DryRun {
+		return
+	}
+	_, upsert := s.Clauses["ON CONFLICT"]
+	if m, _ := p.metaOfSchema(db, s.Schema); m != nil && len(m.counters) > 0 {
+		if err := p.checkSeeds(db, m, upsert); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+	}
+	cc := p.childCachesOf(s.Schema.ModelType)
+	if cc == nil || otherTable(s) {
+		return
+	}
+	if k := s.ReflectValue.Kind(); k == reflect.Map || (k == reflect.Slice && s.ReflectValue.Type().Elem().Kind() == reflect.Map) {
+		records, err := cc.fromMaps(db, upsert)
+		if err != nil {
+			_ = db.AddError(err)
+			return
+		}
+		db.InstanceSet(cacheOpKey, &cacheOp{cc: cc, deltas: deltas{}, records: records})
+		return
+	}
+	if !upsert {
+		return
+	}
+	// An upsert may update existing children (Save of a slice, association
+	// saving, OnConflict): their "before" image is read by primary key.
+	op := &cacheOp{cc: cc, deltas: deltas{}}
+	var keys []any
+	eachRecord(s.ReflectValue, func(v reflect.Value) {
+		if k, zero := cc.key.ValueOf(s.Context, v); !zero {
+			keys = append(keys, k)
+		}
+	})
+	if len(keys) > 0 {
+		beginOwnTx(db)
+		if err := p.readImages(db, cc, op, -1, true, byKeys(cc, keys)); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+	}
+	db.InstanceSet(cacheOpKey, op)
+}
+
+// cacheAfterCreate seeds the new parents' counters and counts the new children.
+func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
+	s := db.Statement
+	if db.Error != nil || s.Schema == nil || db.DryRun {
+		return
+	}
+	_, upsert := s.Clauses["ON CONFLICT"]
+	v, _ := db.InstanceGet(cacheOpKey)
+	op, _ := v.(*cacheOp)
+	if m, _ := p.metaOfSchema(db, s.Schema); m != nil && len(m.counters) > 0 {
+		if err := p.seed(db, m, upsert); err != nil {
+			_ = db.AddError(fmt.Errorf("slotted: seeding counters of %s: %w", m.typ, err))
+			return
+		}
+	}
+	cc := p.childCachesOf(s.Schema.ModelType)
+	if cc == nil || otherTable(s) || db.RowsAffected == 0 {
+		return
+	}
+	if op == nil {
+		op = &cacheOp{cc: cc, deltas: deltas{}}
+	}
+	if upsert || cc.selectOnCreate {
+		// Read the rows back: the database decides what an upsert changed and
+		// what a condition without Match says.
+		var keys []any
+		eachRecord(s.ReflectValue, func(v reflect.Value) {
+			if k, zero := cc.key.ValueOf(s.Context, v); !zero {
+				keys = append(keys, k)
+			}
+		})
+		if len(keys) > 0 {
+			if err := p.readImages(db, cc, op, +1, true, byKeys(cc, keys)); err != nil {
+				_ = db.AddError(err)
+				return
+			}
+		}
+	} else {
+		var err error
+		count := func(v reflect.Value) {
+			if err == nil {
+				err = cc.contribute(op.deltas, cc.memoryImage(db, v), +1, v)
+			}
+		}
+		if op.records != nil {
+			for _, v := range op.records {
+				count(v)
+			}
+		} else {
+			eachRecord(s.ReflectValue, count)
+		}
+		if err != nil {
+			_ = db.AddError(err)
+			return
+		}
+	}
+	if err := p.applyDeltas(db, op.deltas); err != nil {
+		_ = db.AddError(fmt.Errorf("slotted: counting new %s: %w", s.Schema.Name, err))
+	}
+}
+
+// cacheBeforeChange locks and reads the child rows an UPDATE or DELETE is
+// about to change, and restricts the statement to them.
+func (p *Plugin) cacheBeforeChange(db *gorm.DB) {
+	s := db.Statement
+	if db.Error != nil || s.Schema == nil || db.DryRun || s.SQL.Len() > 0 {
+		return
+	}
+	cc := p.childCachesOf(s.Schema.ModelType)
+	if cc == nil || otherTable(s) {
+		return
+	}
+	deleting := slices.Contains(s.BuildClauses, "DELETE")
+	if !deleting && cc.watched != nil {
+		if cols, known := assignedColumns(s); known && !touches(cols, cc.watched) {
+			return // no foreign key, sum, soft-delete or condition column changes
+		}
+	}
+	scope, ok := targetScope(db, cc)
+	if !ok {
+		return // no condition at all: gorm refuses the statement (ErrMissingWhereClause)
+	}
+	beginOwnTx(db)
+	if db.Error != nil {
+		return
+	}
+	op := &cacheOp{cc: cc, deltas: deltas{}}
+	if err := p.readImages(db, cc, op, -1, s.Unscoped, scope); err != nil {
+		_ = db.AddError(err)
+		return
+	}
+	if len(op.keys) <= restrictLimit {
+		s.AddClause(clause.Where{Exprs: []clause.Expression{keyIn(cc, op.keys)}})
+	}
+	db.InstanceSet(cacheOpKey, op)
+}
+
+// cacheAfterChange reads the changed rows again (updates; a deleted row has
+// no "after") and writes the difference.
+func (p *Plugin) cacheAfterChange(db *gorm.DB) {
+	v, ok := db.InstanceGet(cacheOpKey)
+	if !ok || db.Error != nil {
+		return
+	}
+	op := v.(*cacheOp)
+	if !slices.Contains(db.Statement.BuildClauses, "DELETE") && len(op.keys) > 0 {
+		after := &cacheOp{cc: op.cc, deltas: op.deltas}
+		if err := p.readImages(db, op.cc, after, +1, true, byKeys(op.cc, op.keys)); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+	}
+	if err := p.applyDeltas(db, op.deltas); err != nil {
+		_ = db.AddError(fmt.Errorf("slotted: counting changed %s: %w", op.cc.schema.Name, err))
+	}
+}
+
+// targetScope selects the rows an UPDATE or DELETE will change: its WHERE,
+// the primary keys of its model value (gorm adds them at gorm:update /
+// gorm:delete), and its ORDER BY and LIMIT where the dialect builds them for
+// this statement (MySQL). ok is false for a statement without any condition
+// that gorm will refuse.
+func targetScope(db *gorm.DB, cc *childCaches) (func(*gorm.DB) *gorm.DB, bool) {
+	s := db.Statement
+	var conds []clause.Expression
+	keysOf := func(v reflect.Value) {
+		var keys []any
+		eachRecord(v, func(r reflect.Value) {
+			if k, zero := cc.key.ValueOf(s.Context, r); !zero {
+				keys = append(keys, k)
+			}
+		})
+		if len(keys) > 0 {
+			conds = append(conds, keyIn(cc, keys))
+		}
+	}
+	keysOf(s.ReflectValue)
+	if s.Model != nil && s.Model != s.Dest && slices.Contains(s.BuildClauses, "DELETE") {
+		keysOf(reflect.ValueOf(s.Model))
+	}
+	where, hasWhere := s.Clauses["WHERE"]
+	if !hasWhere && len(conds) == 0 && !db.AllowGlobalUpdate {
+		return nil, false
+	}
+	return func(q *gorm.DB) *gorm.DB {
+		if hasWhere {
+			q = q.Clauses(where.Expression)
+		}
+		for _, c := range conds {
+			q = q.Where(c)
+		}
+		if _, limited := s.Clauses["LIMIT"]; limited && slices.Contains(s.BuildClauses, "LIMIT") {
+			if order, ok := s.Clauses["ORDER BY"]; ok && order.Expression != nil {
+				q = q.Clauses(order.Expression)
+			}
+			q = q.Clauses(s.Clauses["LIMIT"].Expression)
+		}
+		return q
+	}, true
+}
+
+func keyIn(cc *childCaches, keys []any) clause.IN {
+	return clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}, Values: keys}
+}
+
+func byKeys(cc *childCaches, keys []any) func(*gorm.DB) *gorm.DB {
+	return func(q *gorm.DB) *gorm.DB { return q.Where(keyIn(cc, keys)) }
+}
+
+// readImages selects child rows (scope) with their image columns, FOR UPDATE,
+// adds sign times their contributions to op.deltas and appends their primary
+// keys to op.keys. Soft-deleted rows are read unless scoped.
+//
+//	SELECT `comments`.`id`, `comments`.`post_id`, `comments`.`deleted_at`, CASE WHEN (published = true) THEN 1 ELSE 0 END
+//	FROM `comments` WHERE <the statement's conditions> [AND `comments`.`deleted_at` IS NULL] FOR UPDATE
+func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, unscoped bool, scope func(*gorm.DB) *gorm.DB) error {
+	var sel strings.Builder
+	var vars []any
+	col := func(name string) {
+		if sel.Len() > 0 {
+			sel.WriteString(", ")
+		}
+		sel.WriteString("?")
+		vars = append(vars, clause.Column{Table: clause.CurrentTable, Name: name})
+	}
+	col(cc.key.DBName)
+	for _, f := range cc.fks {
+		col(f.DBName)
+	}
+	for _, f := range cc.sums {
+		col(f.DBName)
+	}
+	if cc.deleted != nil {
+		col(cc.deleted.DBName)
+	}
+	for _, cond := range cc.flags {
+		sel.WriteString(", CASE WHEN (?) THEN 1 ELSE 0 END")
+		vars = append(vars, *cond)
+	}
+	q := WithoutFill(routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select(sel.String(), vars...)
+	if unscoped {
+		q = q.Unscoped()
+	}
+	q = scope(q)
+	if p.dialect.lockingReads {
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	rows, err := q.Rows()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	dest := make([]any, 0, len(vars))
+	dest = append(dest, reflect.New(cc.key.FieldType).Interface())
+	for _, f := range cc.fks {
+		dest = append(dest, reflect.New(f.FieldType).Interface())
+	}
+	for _, f := range cc.sums {
+		dest = append(dest, reflect.New(f.FieldType).Interface())
+	}
+	if cc.deleted != nil {
+		dest = append(dest, reflect.New(cc.deleted.FieldType).Interface())
+	}
+	flags := make([]int64, len(cc.flags))
+	for i := range flags {
+		dest = append(dest, &flags[i])
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		img := image{alive: true, flags: make([]bool, len(flags))}
+		i := 1
+		for range cc.fks {
+			img.fks = append(img.fks, reflect.ValueOf(dest[i]).Elem().Interface())
+			i++
+		}
+		for range cc.sums {
+			img.sums = append(img.sums, reflect.ValueOf(dest[i]).Elem().Interface())
+			i++
+		}
+		if cc.deleted != nil {
+			img.alive = reflect.ValueOf(dest[i]).Elem().IsZero()
+		}
+		for j, f := range flags {
+			img.flags[j] = f != 0
+		}
+		op.keys = append(op.keys, reflect.ValueOf(dest[0]).Elem().Interface())
+		if err := cc.contribute(op.deltas, img, sign, reflect.Value{}); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// memoryImage is a new record's image, read from the struct gorm inserted.
+func (cc *childCaches) memoryImage(db *gorm.DB, v reflect.Value) image {
+	ctx := db.Statement.Context
+	img := image{alive: true, fks: make([]any, len(cc.fks)), sums: make([]any, len(cc.sums))}
+	for i, f := range cc.fks {
+		img.fks[i], _ = f.ValueOf(ctx, v)
+	}
+	for i, f := range cc.sums {
+		img.sums[i], _ = f.ValueOf(ctx, v)
+	}
+	if cc.deleted != nil {
+		_, img.alive = cc.deleted.ValueOf(ctx, v)
+	}
+	return img
+}
+
+// contribute adds sign times what one child row counts in each cache.
+func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflect.Value) error {
+	if !img.alive {
+		return nil
+	}
+	for _, c := range cc.caches {
+		if c.where != nil {
+			if img.flags != nil {
+				if !img.flags[c.flagAt] {
+					continue
+				}
+			} else if !c.match(record) {
+				continue
+			}
+		}
+		id, ok, err := fkID(img.fks[c.fkAt])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		amount := int64(1)
+		if c.sum != nil {
+			if amount, err = toInt64(img.sums[c.sumAt]); err != nil {
+				return err
+			}
+		}
+		d[deltaKey{c, id}] += sign * amount
+	}
+	return nil
+}
+
+// applyDeltas writes each parent's net change with one upsert, in
+// (record_type, record_id) order so that two statements never wait on each
+// other's slot rows in opposite orders.
+func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
+	keys := slices.SortedFunc(maps.Keys(d), func(a, b deltaKey) int {
+		return cmp.Or(cmp.Compare(a.c.counter.recordType, b.c.counter.recordType), cmp.Compare(a.id, b.id))
+	})
+	for _, k := range keys {
+		if n := d[k]; n != 0 {
+			if err := p.add(db, k.c.counter.recordType, k.id, k.c.counter.slots, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// assignedColumns lists the columns an UPDATE may set; known is false when
+// they cannot be told from the statement (an explicit SET, Select("*"), a
+// map key naming an association).
+func assignedColumns(s *gorm.Statement) (cols map[string]bool, known bool) {
+	if _, ok := s.Clauses["SET"]; ok {
+		return nil, false
+	}
+	cols = map[string]bool{}
+	name := func(n string) bool {
+		if f := s.Schema.LookUpField(n); f != nil {
+			if f.DBName == "" {
+				return false
+			}
+			cols[f.DBName] = true
+			return true
+		}
+		cols[n] = true
+		return true
+	}
+	if len(s.Selects) > 0 {
+		for _, n := range s.Selects {
+			if n == "*" || !name(n) {
+				return nil, false
+			}
+		}
+		return cols, true
+	}
+	dest := reflect.ValueOf(s.Dest)
+	for dest.Kind() == reflect.Pointer && !dest.IsNil() {
+		dest = dest.Elem()
+	}
+	switch dest.Kind() {
+	case reflect.Map:
+		m, ok := s.Dest.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		for k := range m {
+			if !name(k) {
+				return nil, false
+			}
+		}
+		return cols, true
+	case reflect.Struct:
+		if dest.Type() != s.Schema.ModelType {
+			return nil, false
+		}
+		for _, f := range s.Schema.Fields {
+			if f.DBName == "" {
+				continue
+			}
+			if _, zero := f.ValueOf(s.Context, dest); !zero {
+				cols[f.DBName] = true
+			}
+		}
+		return cols, true
+	}
+	return nil, false
+}
+
+func touches(cols, watched map[string]bool) bool {
+	for c := range cols {
+		if watched[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// fromMaps turns a Create's maps into child structs, so that they are counted
+// as structs are. A value gorm cannot store in the field (a gorm.Expr), an
+// upsert, or a condition without Match cannot be known without reading the
+// rows back by a key the maps may not hold: such a Create is refused.
+func (cc *childCaches) fromMaps(db *gorm.DB, upsert bool) ([]reflect.Value, error) {
+	s := db.Statement
+	if upsert || cc.selectOnCreate {
+		return nil, fmt.Errorf("%w: create %s from structs: an upsert or a condition without Match is read back by primary key", ErrUnsupportedModel, s.Schema.Name)
+	}
+	var out []reflect.Value
+	var each func(v reflect.Value) error
+	each = func(v reflect.Value) error {
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return nil
+			}
+			v = v.Elem()
+		}
+		switch v.Kind() {
+		case reflect.Slice, reflect.Array:
+			for i := 0; i < v.Len(); i++ {
+				if err := each(v.Index(i)); err != nil {
+					return err
+				}
+			}
+		case reflect.Map:
+			rec := reflect.New(s.Schema.ModelType).Elem()
+			for _, k := range v.MapKeys() {
+				name, ok := k.Interface().(string)
+				f := s.Schema.LookUpField(name)
+				if !ok || f == nil || f.DBName == "" {
+					continue
+				}
+				if err := f.Set(s.Context, rec, v.MapIndex(k).Interface()); err != nil && (cc.watched == nil || cc.watched[f.DBName]) {
+					return fmt.Errorf("%w: %s.%s: %v; create it from a struct", ErrUnsupportedModel, s.Schema.Name, f.Name, err)
+				}
+			}
+			out = append(out, rec)
+		}
+		return nil
+	}
+	if err := each(s.ReflectValue); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachRecord calls fn for every struct in a create/update/delete's value,
+// skipping nil pointers; maps have no struct to read.
+func eachRecord(v reflect.Value, fn func(reflect.Value)) { eachStruct(v, fn) }
+
+// beginOwnTx opens a transaction for a statement that runs outside one
+// (SkipDefaultTransaction): the image is read FOR UPDATE, and the locks must
+// last until the counters are written. endOwnTx commits or rolls it back.
+func beginOwnTx(db *gorm.DB) {
+	if inTransaction(db) {
+		return
+	}
+	tx := db.Begin()
+	if tx.Error != nil {
+		_ = db.AddError(tx.Error)
+		return
+	}
+	db.Statement.ConnPool = tx.Statement.ConnPool
+	db.InstanceSet(ownTxKey, true)
+}
+
+func endOwnTx(db *gorm.DB) {
+	if _, ok := db.InstanceGet(ownTxKey); !ok {
+		return
+	}
+	if db.Error != nil {
+		db.Rollback()
+	} else {
+		db.Commit()
+	}
+	db.Statement.ConnPool = db.ConnPool
+}
