@@ -74,7 +74,8 @@ func (p *Plugin) registerCacheCallbacks(db *gorm.DB) error {
 type cacheOp struct {
 	cc     *childCaches
 	deltas deltas
-	keys   []any // the locked rows' primary keys: the "after" image reads them again
+	keys   []any            // the locked rows' primary keys: the "after" image reads them again
+	locks  []SlottedCounter // an upsert's key locks (lockKeys)
 	// records are the new children of a Create from maps, as structs.
 	records []reflect.Value
 }
@@ -142,12 +143,79 @@ func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
 	})
 	if len(keys) > 0 {
 		beginOwnTx(db)
+		if err := p.lockKeys(db, cc, op, keys); err != nil {
+			_ = db.AddError(err)
+			return
+		}
 		if err := p.readImages(db, cc, op, -1, true, byKeys(cc, keys)); err != nil {
 			_ = db.AddError(err)
 			return
 		}
 	}
 	db.InstanceSet(cacheOpKey, op)
+}
+
+// lockKeys serializes upserts of the same child keys. A SELECT ... FOR UPDATE
+// cannot lock a row that does not exist yet (PostgreSQL and READ COMMITTED
+// InnoDB take no gap locks), so two upserts of one new key would both read an
+// empty "before" and count the row twice. Each key's lock is a row of the
+// counter table, upserted (locked) here and deleted in cacheAfterCreate, in
+// the same transaction: the second upsert waits for the first to commit and
+// then reads the row the first inserted.
+//
+//	INSERT INTO slotted_counters (record_type, record_id, slot, count) VALUES ('slotted:upsert:comments','7',0,0)
+//	  ON DUPLICATE KEY UPDATE count = slotted_counters.count
+func (p *Plugin) lockKeys(db *gorm.DB, cc *childCaches, op *cacheOp, keys []any) error {
+	if !p.dialect.lockingReads {
+		return nil // SQLite: one writer at a time
+	}
+	typ := upsertLockPrefix + cc.schema.Table
+	if len(typ) > MaxKeyLen {
+		typ = typ[:MaxKeyLen]
+	}
+	for _, k := range keys {
+		id, ok, err := fkID(k)
+		if err != nil {
+			return err
+		}
+		if ok {
+			op.locks = append(op.locks, SlottedCounter{RecordType: Key(typ), RecordID: Key(id)})
+		}
+	}
+	slices.SortFunc(op.locks, func(a, b SlottedCounter) int { return cmp.Compare(a.RecordID, b.RecordID) })
+	op.locks = slices.CompactFunc(op.locks, sameCounter)
+	tx := routed(db)
+	for chunk := range slices.Chunk(op.locks, 500) {
+		if err := tx.Table(p.cfg.Table).Clauses(keepCountClause()).Create(&chunk).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertLockPrefix starts the record_type of lockKeys' rows; they never outlive their transaction.
+const upsertLockPrefix = "slotted:upsert:"
+
+// keepCountClause upserts a row without changing it: the conflicting row is locked.
+func keepCountClause() clause.OnConflict {
+	return clause.OnConflict{Columns: keyColumns(), DoUpdates: clause.Set{{
+		Column: clause.Column{Name: "count"},
+		Value:  clause.Column{Table: clause.CurrentTable, Name: "count"},
+	}}}
+}
+
+// unlockKeys deletes lockKeys' rows (their locks last until the commit).
+func (p *Plugin) unlockKeys(db *gorm.DB, op *cacheOp) error {
+	if len(op.locks) == 0 {
+		return nil
+	}
+	tx := routed(db)
+	for chunk := range slices.Chunk(op.locks, rewriteChunk) {
+		if err := tx.Table(p.cfg.Table).Where(slotsCondition(chunk)).Delete(&SlottedCounter{}).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cacheAfterCreate seeds the new parents' counters and counts the new children.
@@ -166,7 +234,16 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 		}
 	}
 	cc := p.childCachesOf(s.Schema.ModelType)
-	if cc == nil || otherTable(s) || db.RowsAffected == 0 {
+	if cc == nil || otherTable(s) {
+		return
+	}
+	if op != nil {
+		if err := p.unlockKeys(db, op); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+	}
+	if db.RowsAffected == 0 {
 		return
 	}
 	if op == nil {

@@ -304,12 +304,8 @@ func (p *Plugin) lockSlots(tx *gorm.DB, owner map[Ref]deltaKey, refs []Ref) erro
 			rows = append(rows, SlottedCounter{RecordType: Key(r.Type), RecordID: Key(r.ID), Slot: int32(slot)})
 		}
 	}
-	keepCount := clause.OnConflict{Columns: keyColumns(), DoUpdates: clause.Set{{
-		Column: clause.Column{Name: "count"},
-		Value:  clause.Column{Table: clause.CurrentTable, Name: "count"},
-	}}}
 	for chunk := range slices.Chunk(rows, 500) {
-		if err := tx.Table(p.cfg.Table).Clauses(keepCount).Create(&chunk).Error; err != nil {
+		if err := tx.Table(p.cfg.Table).Clauses(keepCountClause()).Create(&chunk).Error; err != nil {
 			return err
 		}
 	}
