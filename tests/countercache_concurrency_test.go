@@ -159,7 +159,7 @@ func TestFixRacingWriters(t *testing.T) {
 		require.NoError(t, db.Create(&topics).Error)
 		ids := []uint{topics[0].ID, topics[1].ID, topics[2].ID}
 		for i := range 30 {
-			c := Reply{TopicID: &ids[i%3], Published: i%2 == 0, Points: int64(i)}
+			c := Reply{TopicID: ptr(ids[i%3]), Published: i%2 == 0, Points: int64(i)}
 			require.NoError(t, db.Create(&c).Error)
 		}
 		// Drift the counters cannot see: raw inserts, a raw delete, a raw counter change.

@@ -44,6 +44,7 @@ type Invoice struct {
 	CustomerID string `gorm:"size:36;index"`
 	Customer   *Customer
 	Total      int64
+	Memo       string // no cache reads it: updating it alone reads nothing
 }
 
 // cacheModels in drop order (children first: the foreign keys point at the parents).
