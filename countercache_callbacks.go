@@ -650,8 +650,13 @@ func (cc *childCaches) fromMaps(db *gorm.DB, upsert bool) ([]reflect.Value, erro
 				if !ok || f == nil || f.DBName == "" {
 					continue
 				}
-				if err := f.Set(s.Context, rec, v.MapIndex(k).Interface()); err != nil && (cc.watched == nil || cc.watched[f.DBName]) {
-					return fmt.Errorf("%w: %s.%s: %v; create it from a struct", ErrUnsupportedModel, s.Schema.Name, f.Name, err)
+				val := v.MapIndex(k).Interface()
+				err := f.Set(s.Context, rec, val)
+				if _, isExpr := val.(clause.Expression); isExpr && err == nil {
+					err = fmt.Errorf("an SQL expression") // gorm's Set skips it silently
+				}
+				if err != nil && (cc.watched == nil || cc.watched[f.DBName]) {
+					return fmt.Errorf("%w: %s.%s: %v cannot be counted; create it from a struct", ErrUnsupportedModel, s.Schema.Name, f.Name, err)
 				}
 			}
 			out = append(out, rec)
