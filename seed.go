@@ -26,7 +26,7 @@ const freshKey = "slotted:fresh"
 func (p *Plugin) checkSeeds(db *gorm.DB, m *modelMeta, upsert bool) error {
 	var fresh []bool
 	var err error
-	eachRecord(db.Statement.ReflectValue, func(v reflect.Value) {
+	eachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
 		isNew := true
 		if upsert {
 			k, ok := fieldAt(v, m.key.index)
@@ -66,7 +66,7 @@ func (p *Plugin) seed(db *gorm.DB, m *modelMeta, upsert bool) error {
 	}
 	var rows []seedRow
 	i := -1
-	eachRecord(db.Statement.ReflectValue, func(v reflect.Value) {
+	eachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
 		i++
 		if upsert && (i >= len(fresh) || !fresh[i]) {
 			return
