@@ -231,9 +231,10 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 	if op == nil {
 		op = &cacheOp{cc: cc, deltas: deltas{}}
 	}
-	if upsert || cc.selectOnCreate {
-		// Read the rows back: the database decides what an upsert changed and
-		// what a condition without Match says.
+	if upsert || cc.selectOnCreate || (op.records == nil && cc.restricted(s)) {
+		// Read the rows back: the database decides what an upsert changed,
+		// what a condition without Match says, and what a column left out of
+		// the INSERT (Omit, Select) holds.
 		var keys []any
 		eachStruct(s.ReflectValue, func(v reflect.Value) {
 			if k, zero := cc.key.ValueOf(s.Context, v); !zero {
@@ -324,6 +325,25 @@ func (p *Plugin) cacheAfterChange(db *gorm.DB) {
 	if err := p.applyDeltas(db, op.deltas); err != nil {
 		_ = db.AddError(fmt.Errorf("slotted: counting changed %s: %w", op.cc.schema.Name, err))
 	}
+}
+
+// restricted reports whether a Create's Select or Omit leaves a column the
+// caches read out of the INSERT: the row then holds the column's default,
+// not the struct's value.
+func (cc *childCaches) restricted(s *gorm.Statement) bool {
+	if len(s.Selects) == 0 && len(s.Omits) == 0 {
+		return false
+	}
+	cols, selectOnly := s.SelectAndOmitColumns(true, false)
+	for _, f := range cc.schema.Fields {
+		if f.DBName == "" || (cc.watched != nil && !cc.watched[f.DBName]) {
+			continue
+		}
+		if v, ok := cols[f.DBName]; (ok && !v) || (!ok && selectOnly) {
+			return true
+		}
+	}
+	return false
 }
 
 // targetScope selects the rows an UPDATE or DELETE will change: its WHERE,

@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // Images: what a child row counts, read from the database (readImages) or
@@ -77,14 +78,15 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 	defer rows.Close()
 	dest := make([]any, 0, len(vars))
 	dest = append(dest, reflect.New(cc.key.FieldType).Interface())
+	// Pointers to pointers: a NULL (a column a raw INSERT left out) scans as nil.
 	for _, f := range cc.fks {
-		dest = append(dest, reflect.New(f.FieldType).Interface())
+		dest = append(dest, nullable(f))
 	}
 	for _, f := range cc.sums {
-		dest = append(dest, reflect.New(f.FieldType).Interface())
+		dest = append(dest, nullable(f))
 	}
 	if cc.deleted != nil {
-		dest = append(dest, reflect.New(cc.deleted.FieldType).Interface())
+		dest = append(dest, nullable(cc.deleted))
 	}
 	flags := make([]int64, len(cc.flags))
 	for i := range flags {
@@ -97,15 +99,16 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 		img := image{alive: true, flags: make([]bool, len(flags))}
 		i := 1
 		for range cc.fks {
-			img.fks = append(img.fks, reflect.ValueOf(dest[i]).Elem().Interface())
+			img.fks = append(img.fks, scanned(dest[i]))
 			i++
 		}
 		for range cc.sums {
-			img.sums = append(img.sums, reflect.ValueOf(dest[i]).Elem().Interface())
+			img.sums = append(img.sums, scanned(dest[i]))
 			i++
 		}
 		if cc.deleted != nil {
-			img.alive = reflect.ValueOf(dest[i]).Elem().IsZero()
+			d := scanned(dest[i])
+			img.alive = d == nil || reflect.ValueOf(d).IsZero()
 		}
 		for j, f := range flags {
 			img.flags[j] = f != 0
@@ -116,6 +119,18 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 		}
 	}
 	return rows.Err()
+}
+
+// nullable returns a scan destination for a field's column that accepts NULL.
+func nullable(f *schema.Field) any { return reflect.New(reflect.PointerTo(f.FieldType)).Interface() }
+
+// scanned reads a nullable destination: nil for NULL, else the field's value.
+func scanned(dest any) any {
+	p := reflect.ValueOf(dest).Elem()
+	if p.IsNil() {
+		return nil
+	}
+	return p.Elem().Interface()
 }
 
 // memoryImage is a new record's image, read from the struct gorm inserted.

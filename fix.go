@@ -338,12 +338,12 @@ func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 	}
 	defer rows.Close()
 	for rows.Next() {
-		fkv := reflect.New(c.fk.FieldType)
+		fkv := nullable(c.fk)
 		var n int64
-		if err := rows.Scan(fkv.Interface(), &n); err != nil {
+		if err := rows.Scan(fkv, &n); err != nil {
 			return err
 		}
-		id, ok, err := fkID(fkv.Elem().Interface())
+		id, ok, err := fkID(scanned(fkv))
 		if err != nil {
 			return err
 		}

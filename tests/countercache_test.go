@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted"
 )
@@ -53,6 +54,13 @@ func TestCounterCacheCreate(t *testing.T) {
 		require.NoError(t, db.Create(&withParent).Error)
 		assert.Equal(t, topicTruth{1, 0, 0, 1}, countersOf(t, db, withParent.Topic.ID))
 
+		// A column left out of the INSERT holds the database's value, not the struct's: read back.
+		omitted := []Reply{{TopicID: ptr(a), Points: 5}, {TopicID: ptr(b), Points: 6}}
+		require.NoError(t, db.Omit("TopicID").Create(&omitted).Error)
+		require.NoError(t, db.Select("Body", "Points").Create(&Reply{TopicID: ptr(a), Points: 7}).Error)
+		require.NoError(t, db.Omit(clause.Associations).Create(&Reply{TopicID: ptr(a), Points: 1}).Error)
+		requireTopicsExact(t, db, a, b)
+
 		// CreateInBatches and a soft-deleted new row (counts nowhere).
 		many := make([]Reply, 25)
 		for i := range many {
@@ -66,7 +74,7 @@ func TestCounterCacheCreate(t *testing.T) {
 		// The parent's counters are normal counters: auto-filled.
 		var got []Topic
 		require.NoError(t, db.Order("id").Find(&got, []uint{a, b}).Error)
-		assert.EqualValues(t, 4, got[0].Count)
+		assert.EqualValues(t, 5, got[0].Count)
 		assert.EqualValues(t, 2+24, got[1].Count)
 	})
 }
@@ -102,6 +110,13 @@ func TestCounterCacheBelongsToStringKeySum(t *testing.T) {
 		require.NoError(t, db.Model(&invoices[0]).Update("customer_id", "c-2").Error)
 		require.NoError(t, db.First(&d, "id = ?", "c-2").Error)
 		assert.EqualValues(t, 1, d.Invoices)
+		assert.EqualValues(t, 40, d.Spent)
+
+		// A column left out of the INSERT holds the database's value (0), not the struct's: read back.
+		require.NoError(t, db.Omit("Total").Create(&Invoice{CustomerID: "c-2", Total: 1000}).Error)
+		require.NoError(t, db.Select("CustomerID", "Memo").Create(&Invoice{CustomerID: "c-2", Total: 1000}).Error)
+		require.NoError(t, db.First(&d, "id = ?", "c-2").Error)
+		assert.EqualValues(t, 3, d.Invoices)
 		assert.EqualValues(t, 40, d.Spent)
 
 		// An update of a column no cache reads does not read the rows.
