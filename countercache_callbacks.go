@@ -124,12 +124,14 @@ func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
 		}
 	})
 	if len(keys) > 0 {
-		beginOwnTx(db)
+		if beginOwnTx(db); db.Error != nil {
+			return
+		}
 		if err := p.lockKeys(db, cc, op, keys); err != nil {
 			_ = db.AddError(err)
 			return
 		}
-		if err := p.readImages(db, cc, op, -1, true, byKeys(cc, keys)); err != nil {
+		if err := p.readImagesByKey(db, cc, op, -1, keys); err != nil {
 			_ = db.AddError(err)
 			return
 		}
@@ -242,7 +244,7 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 			}
 		})
 		if len(keys) > 0 {
-			if err := p.readImages(db, cc, op, +1, true, byKeys(cc, keys)); err != nil {
+			if err := p.readImagesByKey(db, cc, op, +1, keys); err != nil {
 				_ = db.AddError(err)
 				return
 			}
@@ -292,8 +294,7 @@ func (p *Plugin) cacheBeforeChange(db *gorm.DB) {
 	if !ok {
 		return // no condition at all: gorm refuses the statement (ErrMissingWhereClause)
 	}
-	beginOwnTx(db)
-	if db.Error != nil {
+	if beginOwnTx(db); db.Error != nil {
 		return
 	}
 	op := &cacheOp{cc: cc, deltas: deltas{}}
@@ -317,7 +318,7 @@ func (p *Plugin) cacheAfterChange(db *gorm.DB) {
 	op := v.(*cacheOp)
 	if !slices.Contains(db.Statement.BuildClauses, "DELETE") && len(op.keys) > 0 {
 		after := &cacheOp{cc: op.cc, deltas: op.deltas}
-		if err := p.readImages(db, op.cc, after, +1, true, byKeys(op.cc, op.keys)); err != nil {
+		if err := p.readImagesByKey(db, op.cc, after, +1, op.keys); err != nil {
 			_ = db.AddError(err)
 			return
 		}
@@ -394,8 +395,16 @@ func keyIn(cc *childCaches, keys []any) clause.IN {
 	return clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}, Values: keys}
 }
 
-func byKeys(cc *childCaches, keys []any) func(*gorm.DB) *gorm.DB {
-	return func(q *gorm.DB) *gorm.DB { return q.Where(keyIn(cc, keys)) }
+// readImagesByKey reads the images of rows by primary key (soft-deleted ones
+// too), loadChunk keys per statement.
+func (p *Plugin) readImagesByKey(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, keys []any) error {
+	for chunk := range slices.Chunk(keys, loadChunk) {
+		err := p.readImages(db, cc, op, sign, true, func(q *gorm.DB) *gorm.DB { return q.Where(keyIn(cc, chunk)) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // beginOwnTx opens a transaction for a statement that runs outside one
