@@ -112,6 +112,9 @@ func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
 		return
 	}
 	if !upsert {
+		if cc.selectOnCreate || cc.restricted(s) {
+			beginOwnTx(db) // the INSERT and its read-back in one transaction
+		}
 		return
 	}
 	// An upsert may update existing children (Save of a slice, association

@@ -316,6 +316,19 @@ func TestCounterCacheSkipDefaultTransaction(t *testing.T) {
 		if dialect(db) != dbSQLite {
 			assert.Equal(t, 4, rec.count("FOR UPDATE", "replies"), "the create's read-back (a Where without Match), the update's before and after images, the delete's before image: %q", rec.statements())
 		}
+
+		// That transaction is real: a counter write that fails takes the child's change back.
+		const away = "slotted_counters_away"
+		require.NoError(t, db.Migrator().DropTable(away))
+		require.NoError(t, db.Migrator().RenameTable(slotted.DefaultTable, away))
+		require.Error(t, sdb.Model(&Reply{ID: rs[0].ID}).Update("topic_id", a).Error)
+		require.Error(t, sdb.Delete(&Reply{ID: rs[2].ID}).Error)
+		require.Error(t, sdb.Create(&Reply{TopicID: ptr(a)}).Error)
+		require.NoError(t, db.Migrator().RenameTable(away, slotted.DefaultTable))
+		requireTopicsExact(t, db, a, b)
+		var n int64
+		require.NoError(t, db.Model(&Reply{}).Count(&n).Error)
+		assert.EqualValues(t, 2, n)
 	})
 }
 
