@@ -21,6 +21,8 @@ import (
 //	                                 before gorm:after_delete
 //	raw     slotted:prepared         after gorm:db_resolver, the plugin's own statements back on its
 //	row                              before gorm:raw/row     prepared pool after dbresolver picked a pool
+//	create/update/delete slotted:cache_*                     counter caches and seeds: registerCacheCallbacks
+//	                                                         (countercache_callbacks.go)
 func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	q := db.Callback().Query()
 	if err := q.Before("gorm:query").Register("slotted:omit_query", p.omitColumns); err != nil {
@@ -48,7 +50,10 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	// Bounded on both sides: with only After("gorm:delete") gorm sorts it after
 	// gorm:commit_or_rollback_transaction, so the record's delete would commit
 	// before its counters are removed, and a failure there could not undo it.
-	return d.After("gorm:delete").Before("gorm:after_delete").Register("slotted:delete_counters", p.deleteCounters)
+	if err := d.After("gorm:delete").Before("gorm:after_delete").Register("slotted:delete_counters", p.deleteCounters); err != nil {
+		return err
+	}
+	return p.registerCacheCallbacks(db)
 }
 
 const fillSetting = "slotted:fill"

@@ -54,6 +54,20 @@
 // and "one like per user" needs no table of its own. RemoveOnce undoes it.
 // Keys are kept forever, or for ExpireAfter's ttl, after which a Runner with
 // PruneKeys deletes them.
+// # Counter caches
+//
+// CounterCache keeps a parent's counter equal to the number of its children
+// (or a column's sum, or the count of those matching a condition), from one of
+// gorm's relationships:
+//
+//	slotted.CounterCache(db, &Post{}, "Comments", "comments")
+//	db.Create(&comment) // INSERT ...; one upsert per post, in the same transaction
+//
+// Creates, deletes (soft and hard), restores and moves of children are
+// counted in the same transaction as the change; the rows an update or delete
+// touches are read FOR UPDATE first. Fix and FixAll recompute counters from
+// the children, exactly, while writers keep going; a dry run reports the drift.
+// A counter field set on a new record seeds its counter.
 //
 // # Guarantees
 //

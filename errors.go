@@ -24,4 +24,6 @@ var (
 	// ErrOverflow: a write would take a slot row past the int64 range (nothing is written), Compact
 	// would fold a counter whose total does not fit in int64, or a read's total does not fit in int64.
 	ErrOverflow = errors.New("slotted: counter out of int64 range")
+	// ErrCounterCache: a new record sets a counter-cache counter, which only its children may move.
+	ErrCounterCache = errors.New("slotted: counter caches are counted from their children")
 )

@@ -350,3 +350,65 @@ func ExampleSlottedCounter() {
 	var n int64
 	db.Model(&slotted.SlottedCounter{}).Where("record_id = ?", "42").Count(&n) // 0
 }
+
+// Counter-cache models: a post counts its comments.
+type Article struct {
+	ID       uint
+	Comments []Comment
+	// The counter the cache keeps: a normal slotted counter (filled, compacted, rolled up).
+	NumComments int64 `gorm:"-" slotted:"comments"`
+}
+
+type Comment struct {
+	ID        uint
+	ArticleID uint
+	Published bool
+	Words     int64
+}
+
+func ExampleCounterCache() {
+	// Once, after db.Use: article.NumComments counts the article's comments,
+	// kept in the same transaction as every create, delete, restore or move.
+	if err := slotted.CounterCache(db, &Article{}, "Comments", "comments"); err != nil {
+		log.Fatal(err) // ErrInvalidConfig, ErrUnknownCounter, ...
+	}
+	db.Create(&Comment{ArticleID: 7})
+	// BEGIN
+	// INSERT INTO `comments` (`article_id`,`published`,`words`) VALUES (7,false,0)
+	// INSERT INTO `slotted_counters` (...) VALUES ('articles.comments','7',<slot>,1) ON DUPLICATE KEY UPDATE ...
+	// COMMIT
+}
+
+func ExampleWhere() {
+	// Count only published comments; a change that flips Published moves the count.
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.Where("published = ?", true))
+}
+
+func ExampleMatch() {
+	// Where's Go twin, so a Create is counted from the records in memory without reading them back.
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments",
+		slotted.Where("published = ?", true),
+		slotted.Match(func(c *Comment) bool { return c.Published }))
+}
+
+func ExampleSum() {
+	// Add up a column of the children instead of counting them.
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.Sum("Words"))
+}
+
+func ExampleFix() {
+	// Recompute one article's counter caches from its comments; DryRun reports the drift only.
+	drift, err := slotted.Fix(db, &Article{ID: 7}, slotted.FixOptions{DryRun: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range drift {
+		fmt.Printf("%s %v: stored %d, actual %d\n", d.Counter, d.Record, d.Stored, d.Actual)
+	}
+}
+
+func ExampleFixAll() {
+	// Every article, in resumable keyset batches, exact while comments keep changing.
+	prog, err := slotted.FixAll(db, &Article{}, slotted.FixOptions{BatchSize: 500})
+	fmt.Println(prog.Batches, err)
+}

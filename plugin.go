@@ -22,6 +22,8 @@ type Plugin struct {
 	sumFinal string // the sum as the driver gets it (see sumSQL)
 	stats    stats
 	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
+
+	caches cacheRegistry // counter caches declared with CounterCache (countercache.go)
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which

@@ -17,6 +17,8 @@ for db in $dbs; do
 		go test -run '^$' -bench "SuiteTableSize/^$db\$" -benchtime 1x -timeout 60m ./tests
 		go test -run '^$' -bench "CountCompacted/^$db\$" -benchtime 2s ./tests
 		go test -run '^$' -bench "CompactAll/^$db\$" -benchtime 1x -timeout 60m ./tests
+		# Counter caches: child Create with the slotted cache vs the Rails-style column vs none, paired (ignores -benchtime).
+		go test -run '^$' -bench "CounterCachePaired/^$db\$" -benchtime 1x -timeout 30m ./tests
 	} 2>"benchmarks/$db.stderr.log" | grep -E '^(#|Benchmark|goos|goarch|cpu|pkg|ok|FAIL|---)' | tee -a "$out"
 	dsn=""
 	case $db in

@@ -40,21 +40,53 @@ func TestEveryEntryPointHasARunnableExample(t *testing.T) {
 	if len(want) < 25 {
 		t.Fatalf("found only %d entry points: the root package was not parsed", len(want))
 	}
-	f, err := parser.ParseFile(fset, "example_test.go", nil, 0)
+	// Covered: an Example_<name>, or a runnable example (one with an Output
+	// comment, in any test file here) that calls slotted.<name>.
+	tests, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	have := map[string]bool{}
-	for _, d := range f.Decls {
-		if fn, ok := d.(*ast.FuncDecl); ok {
+	for _, name := range tests {
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !strings.HasPrefix(fn.Name.Name, "Example") || fn.Body == nil {
+				continue
+			}
 			have[fn.Name.Name] = true
+			if !hasOutput(f, fn) {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "slotted" {
+						have[sel.Sel.Name] = true
+					}
+				}
+				return true
+			})
 		}
 	}
 	for name := range want {
 		r, size := utf8.DecodeRuneInString(name)
 		example := "Example_" + string(unicode.ToLower(r)) + name[size:]
-		if !have[example] {
+		if !have[example] && !have[name] {
 			t.Errorf("%s has no runnable example: add %s to example_test.go", name, example)
 		}
 	}
+}
+
+// hasOutput reports whether the example function has an "// Output:" comment,
+// so go test runs and checks it.
+func hasOutput(f *ast.File, fn *ast.FuncDecl) bool {
+	for _, c := range f.Comments {
+		if c.Pos() > fn.Body.Lbrace && c.End() < fn.Body.Rbrace && strings.Contains(c.Text(), "Output:") {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,121 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/slotted-go/slotted"
+)
+
+// exampleCacheDB opens a fresh SQLite file with the plugin and the counter-cache models.
+func exampleCacheDB() (*gorm.DB, func()) {
+	dir, err := os.MkdirTemp("", "slotted-example")
+	if err != nil {
+		panic(err)
+	}
+	db, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "ex.db")+"?_busy_timeout=5000"), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		panic(err)
+	}
+	if err := db.Use(slotted.New(slotted.Config{})); err != nil {
+		panic(err)
+	}
+	if err := db.AutoMigrate(&Topic{}, &Reply{}, &Customer{}, &Invoice{}); err != nil {
+		panic(err)
+	}
+	return db, func() { os.RemoveAll(dir) }
+}
+
+func Example_counterCache() {
+	db, done := exampleCacheDB()
+	defer done()
+
+	// Topic.Count is `slotted:"replies"`; Topic has Replies []Reply (has-many on TopicID).
+	if err := slotted.CounterCache(db, &Topic{}, "Replies", "replies"); err != nil {
+		fmt.Println(err)
+	}
+	topic := Topic{Title: "hello"}
+	db.Create(&topic)
+	db.Create(&[]Reply{{TopicID: &topic.ID}, {TopicID: &topic.ID}, {TopicID: &topic.ID}})
+	var first Reply
+	db.First(&first)
+	db.Delete(&Reply{ID: first.ID}) // only the key: the plugin reads the topic_id first
+
+	db.First(&topic, topic.ID) // the counter is auto-filled like any other
+	fmt.Println(topic.Count)
+	// Output: 2
+}
+
+func Example_counterCacheConditionAndSum() {
+	db, done := exampleCacheDB()
+	defer done()
+
+	// Count only published replies (SQL for the database and Fix, Go for new records), and sum points.
+	_ = slotted.CounterCache(db, &Topic{}, "Replies", "published",
+		slotted.Where("published = ?", true), slotted.Match(func(r *Reply) bool { return r.Published }))
+	_ = slotted.CounterCache(db, &Topic{}, "Replies", "points", slotted.Sum("Points"))
+
+	topic := Topic{Title: "scores"}
+	db.Create(&topic)
+	draft := Reply{TopicID: &topic.ID, Points: 5}
+	db.Create(&draft)
+	db.Create(&Reply{TopicID: &topic.ID, Points: 7, Published: true})
+	db.Model(&draft).Update("published", true) // flipping the condition moves the count
+
+	db.First(&topic, topic.ID)
+	fmt.Println(topic.Published, topic.Points)
+	// Output: 2 12
+}
+
+func Example_counterCacheBelongsTo() {
+	db, done := exampleCacheDB()
+	defer done()
+
+	// Declared from the child's side: Invoice belongs to Customer; the sum of totals per customer.
+	_ = slotted.CounterCache(db, &Invoice{}, "Customer", "spent", slotted.Sum("Total"))
+
+	db.Create(&Customer{ID: "ann"})
+	db.Create(&[]Invoice{{CustomerID: "ann", Total: 30}, {CustomerID: "ann", Total: 12}})
+	spent, _ := slotted.Count(db, &Customer{ID: "ann"}, "spent")
+	fmt.Println(spent)
+	// Output: 42
+}
+
+func Example_fix() {
+	db, done := exampleCacheDB()
+	defer done()
+	_ = slotted.CounterCache(db, &Topic{}, "Replies", "replies")
+
+	topic := Topic{Title: "drifted"}
+	db.Create(&topic)
+	db.Create(&Reply{TopicID: &topic.ID})
+	db.Exec("INSERT INTO replies (topic_id) VALUES (?), (?)", topic.ID, topic.ID) // raw SQL: not counted
+
+	drift, _ := slotted.Fix(db, &topic, slotted.FixOptions{DryRun: true})
+	fmt.Printf("%s: stored %d, actual %d\n", drift[0].Counter, drift[0].Stored, drift[0].Actual)
+
+	prog, _ := slotted.FixAll(db, &Topic{}, slotted.FixOptions{}) // every topic, 100 per transaction
+	fmt.Println(prog.Records, prog.Drifted)
+	n, _ := slotted.Count(db, &topic, "replies")
+	fmt.Println(n)
+	// Output:
+	// replies: stored 1, actual 3
+	// 1 1
+	// 3
+}
+
+func Example_seedOnCreate() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "imported", Likes: 40} // e.g. migrated from another system
+	db.Create(&post)                           // the counter is seeded with 40 in the same transaction
+	n, _ := slotted.Count(db, &post, "likes")
+	fmt.Println(n)
+	// Output: 40
+}
