@@ -2,14 +2,19 @@
 // dialect parses with the Vitess and TiDB SQL parsers, and where Vitess routes
 // each one when the counter table is sharded by record_id.
 //
-// It is a module of its own, outside go.work, so that neither users nor the
-// rest of the workspace download Vitess and TiDB:
+// It is a module of its own so that users never download Vitess and TiDB,
+// and it is left out of go.work on purpose: in the workspace their
+// dependencies would raise the versions of modules the other modules share
+// (golang.org/x/text, go-sql-driver/mysql...). So it runs with GOWORK=off
+// (without it the go command refuses a module that go.work does not list):
 //
 //	cd tests/sqlparse && GOWORK=off SLOTTED_MYSQL_DSN='root@tcp(127.0.0.1:3306)/slotted_test?parseTime=true' go test ./...
 //
 // Without SLOTTED_MYSQL_DSN it skips (fails with SLOTTED_REQUIRE_DBS=1). The
 // scenarios run against that database: they drop and create the counter
-// table and the tables of models_test.go.
+// table and the tables of models_test.go. A new API gets one entry in
+// scenarios (scenarios_test.go). DEPLOYMENTS.md is what the results say for
+// Vitess and TiDB deployments.
 package sqlparse
 
 import (
