@@ -10,7 +10,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 	"vitess.io/vitess/go/sqltypes"
-
 	"vitess.io/vitess/go/test/vschemawrapper"
 	querypb "vitess.io/vitess/go/vt/proto/query"
 	vschemapb "vitess.io/vitess/go/vt/proto/vschema"
@@ -40,7 +39,9 @@ func (r reach) String() string {
 
 // keyspace is the sharded keyspace the plans are made for: the counter table
 // sharded by record_id, each model's table by its primary key (xxhash, the
-// vindex Vitess suggests for integers and binary strings).
+// vindex Vitess suggests for integers and binary strings). It is named main
+// because the planner's test wrapper picks "main" when it needs any keyspace
+// (its fallback for other names returns none).
 const keyspace = "main"
 
 func vschema(env *vtenv.Environment) *vindexes.VSchema {
