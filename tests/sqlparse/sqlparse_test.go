@@ -13,7 +13,7 @@
 // Without SLOTTED_MYSQL_DSN it skips (fails with SLOTTED_REQUIRE_DBS=1). The
 // scenarios run against that database: they drop and create the counter
 // table and the tables of models_test.go. A new API gets one entry in
-// scenarios (scenarios_test.go). DEPLOYMENTS.md is what the results say for
+// scenarios (scenarios_test.go). The README's Deployments section says what the results mean for
 // Vitess and TiDB deployments.
 package sqlparse
 
