@@ -242,6 +242,24 @@ var scenarios = []scenario{
 		want(t, db, slotted.Ref{Type: "posts.likes", ID: "1"}, seedLikes)
 	}},
 
+	{name: "AddOnce, AddRefOnce, RemoveOnce: retry-safe writes and their undo", vitess: oneShard, run: func(t *testing.T, db *gorm.DB) {
+		for i, wantApplied := range []bool{true, false} { // the retry of an applied key adds nothing
+			applied, err := slotted.AddOnce(db, &Post{ID: 1}, "likes", 1, "user:7")
+			must(t, err)
+			if applied != wantApplied {
+				t.Fatalf("AddOnce call %d applied = %v", i, applied)
+			}
+		}
+		_, err := slotted.AddRefOnce(db, slotted.Ref{Type: "posts.likes", ID: "2"}, 1, "user:7", slotted.ExpireAfter(time.Hour))
+		must(t, err)
+		removed, err := slotted.RemoveOnce(db, &Post{ID: 1}, "likes", "user:7")
+		must(t, err)
+		if !removed {
+			t.Fatal("RemoveOnce removed nothing")
+		}
+		want(t, db, slotted.Ref{Type: "posts.likes", ID: "1"}, 0)
+	}},
+
 	// Diagnose is in the root package; when it moves to a subpackage, change the calls here.
 	{name: "Diagnose: defaults", vitess: allShards, setup: seed, run: func(t *testing.T, db *gorm.DB) {
 		d, err := slotted.Diagnose(db, slotted.DiagnoseOptions{})

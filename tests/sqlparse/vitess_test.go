@@ -63,6 +63,10 @@ func vschema(env *vtenv.Environment) *vindexes.VSchema {
 		Tables: map[string]*vschemapb.Table{
 			slotted.DefaultTable: table("xxhash", "record_id",
 				col("record_type", bin), col("record_id", bin), col("slot", querypb.Type_INT32), col("count", i64)),
+			// AddOnce's keys live beside the counter they guard.
+			slotted.DefaultOnceTable: table("xxhash", "record_id",
+				col("record_type", bin), col("record_id", bin), col("op_key", bin), col("delta", i64),
+				col("expires_at", querypb.Type_DATETIME)),
 			"authors": table("xxhash", "id", col("id", u64), col("name", text)),
 			"posts":   table("xxhash", "id", col("id", u64), col("author_id", u64), col("title", text)),
 			"articles": table("xxhash", "id", col("id", u64), col("title", text), col("likes_count", i64),
