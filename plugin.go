@@ -64,7 +64,6 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return err
 	}
 	p.cfg = cfg
-	p.dialect = dialectOf(db.Dialector)
 	if err := checkTableName(cfg.Table, p.dialect.name); err != nil {
 		return err
 	}
