@@ -184,8 +184,8 @@ func writeChart(w io.Writer, res *Result) error {
 	p(`<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", chartW, chartH)
 	title := fmt.Sprintf("slotbench on %s: increments/s on one hot counter", res.Database)
 	p(`<text id="title" x="%d" y="30" font-size="18" font-weight="bold">%s</text>`+"\n", plotLeft, esc(title))
-	sub := fmt.Sprintf("one line per number of concurrent workers, through the median of %s of %ss per cell; bars: min–max; "+
-		"dashed: the single-row UPDATE",
+	sub := fmt.Sprintf("one line per worker count through the median of %s of %ss per cell, bars: min–max; "+
+		"dashed: the single-row UPDATE, band: its min–max",
 		plural(max(res.Settings.Repeat, 1), "run"), strconv.FormatFloat(res.Settings.DurationSeconds, 'f', -1, 64))
 	if res.Interrupted {
 		sub += " (interrupted: partial)"
@@ -255,7 +255,9 @@ func writeChart(w io.Writer, res *Result) error {
 	}
 
 	// Series: a polyline and a marker per measured slot count.
-	for _, s := range series {
+	for si, s := range series {
+		// Bars of different series at one slot count are set a little apart.
+		dodge := (float64(si) - float64(len(series)-1)/2) * 3
 		p(`<g id="series-w%d" class="series" data-workers="%d">`+"\n", s.workers, s.workers)
 		if len(s.points) > 0 {
 			pts := make([]string, len(s.points))
@@ -267,7 +269,7 @@ func writeChart(w io.Writer, res *Result) error {
 		}
 		for _, pt := range s.points {
 			if pt.hi > pt.lo {
-				xx := x(pt.slots)
+				xx := x(pt.slots) + dodge
 				p(`<path class="errorbar" d="M%s %sV%sM%s %sH%sM%s %sH%s" stroke="%s" stroke-width="1.5" fill="none"/>`+"\n",
 					num(xx), num(y(pt.lo)), num(y(pt.hi)),
 					num(xx-4), num(y(pt.lo)), num(xx+4),

@@ -133,6 +133,7 @@ func sweepAndReport(ctx context.Context, opts Options, stdout, stderr io.Writer)
 		cells := len(opts.Workers) * (1 + len(opts.Slots))
 		fmt.Fprintf(stderr, "slotbench: %s database, scratch tables %s*, %d cells × %d runs of %v, interleaved\n",
 			s.target.dialect, s.prefix, cells, opts.Repeat, opts.Duration)
+		s.notice = func(msg string) { fmt.Fprintln(stderr, "slotbench:", msg) }
 		s.progress = func(p progress) {
 			what := methodSingleRow
 			if p.Cell.Slots > 0 {

@@ -195,20 +195,19 @@ func (r Recommendation) text(best Candidate) string {
 	case verdictUse:
 		s = fmt.Sprintf("%s: use %s: %s, ×%.2f %s, a gain beyond the spread of the runs.",
 			at, plural(r.Slots, "slot"), rangeText(r.OpsPerSec, r.Low, r.High), r.SpeedUp, base)
-		if others := slices.DeleteFunc(slices.Clone(r.WithinNoise), func(n int) bool { return n == r.Slots }); len(others) > 0 {
-			s += fmt.Sprintf(" Within noise of the best (%s): %s slots; more slots than needed only make reads dearer.",
-				bestText, joinInts(r.WithinNoise))
+		if len(r.WithinNoise) > 1 {
+			s += fmt.Sprintf(" Any of %s slots is within noise of the best (%s); fewer slots make reads cheaper.",
+				joinInts(r.WithinNoise), bestText)
 		}
 		if r.AtLargest {
 			s += " The best was at the largest slot count tried; larger -slots may do better still."
 		}
 	case verdictSlower:
-		s = fmt.Sprintf("%s, slotted counters don't pay off: the best, %s, is slower than %s beyond the spread of the runs. "+
-			"Keep the single column.",
+		s = fmt.Sprintf("%s: keep the single column. The best, %s, is slower than %s, beyond the spread of the runs.",
 			at, bestText, base)
 	default:
-		s = fmt.Sprintf("%s, slotted counters don't pay off here: the best, %s (×%.2f), is within the noise of %s. "+
-			"Keep the single column.", at, bestText, r.SpeedUp, base)
+		s = fmt.Sprintf("%s: within noise, keep the single column. The best, %s, is ×%.2f %s, but their runs overlap: "+
+			"no gain beyond the noise (a longer -duration or more -repeat narrow the spread).", at, bestText, r.SpeedUp, base)
 	}
 	if r.Excluded > 0 {
 		s += fmt.Sprintf(" (%d measurement(s) left out: their totals were not exact.)", r.Excluded)

@@ -68,6 +68,11 @@ type sweep struct {
 	// onLoad, when set, is called as each run's timed load starts (tests
 	// interrupt a sweep mid-cell with it).
 	onLoad func(workers, slots, round int)
+	// notice, when set, is told about a run tried again.
+	notice func(string)
+	// runOne measures one run; runCell, but tests replace it.
+	runOne       func(ctx context.Context, workers, slots, round int) (*measured, error)
+	connectPause time.Duration
 
 	admin *gorm.DB // small pool for set-up, probes, read-backs and cleanup
 	probe probe
@@ -80,7 +85,9 @@ func newSweep(opts Options) (*sweep, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sweep{opts: opts, target: t, prefix: scratchPrefix()}, nil
+	s := &sweep{opts: opts, target: t, prefix: scratchPrefix(), connectPause: connectPause}
+	s.runOne = s.runCell
+	return s, nil
 }
 
 func (s *sweep) close() { s.target.cleanup() }
@@ -105,7 +112,7 @@ func (s *sweep) open(conns int) (*gorm.DB, error) {
 		SkipDefaultTransaction: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connecting: %w", err)
+		return nil, fmt.Errorf("%w: %w", errConnect, err)
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
@@ -185,7 +192,7 @@ func (s *sweep) Run(ctx context.Context) (res *Result, err error) {
 			slices.Reverse(seq)
 		}
 		for _, k := range seq {
-			m, err := s.runCell(ctx, k.workers, k.slots, round)
+			m, err := s.measure(ctx, k, round)
 			if err != nil {
 				finish()
 				what := "single-row baseline"
@@ -213,6 +220,38 @@ func (s *sweep) Run(ctx context.Context) (res *Result, err error) {
 	}
 	finish()
 	return res, nil
+}
+
+// errConnect marks a run that failed while opening its connections, before
+// anything was measured or written, so that it can be run again.
+var errConnect = errors.New("connecting")
+
+// A run that cannot connect is tried connectTries times in all, waiting
+// connectPause, then twice that, and so on, in between (18 s at most).
+const (
+	connectTries = 4
+	connectPause = 3 * time.Second
+)
+
+// measure runs one run of a cell, and runs it again when it could not open
+// its connections: on a shared server other clients come and go (PostgreSQL's
+// "too many clients" when they hold most of max_connections for a moment).
+func (s *sweep) measure(ctx context.Context, k cellKey, round int) (*measured, error) {
+	for try := 1; ; try++ {
+		m, err := s.runOne(ctx, k.workers, k.slots, round)
+		if err == nil || !errors.Is(err, errConnect) || try == connectTries || ctx.Err() != nil {
+			return m, err
+		}
+		pause := time.Duration(try) * s.connectPause
+		if s.notice != nil {
+			s.notice(fmt.Sprintf("%d workers, %d slots (round %d): %v; trying again in %v", k.workers, k.slots, round, err, pause))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+	}
 }
 
 // createTables creates the baseline's row table with rows 1 (measured) and
@@ -329,7 +368,7 @@ func (s *sweep) runCell(ctx context.Context, workers, slots, round int) (*measur
 	}
 
 	if err := openConns(ctx, sqlDB, workers); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errConnect, err)
 	}
 	if err := warmUp(ctx, workers, warm); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)

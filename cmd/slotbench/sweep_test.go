@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -313,4 +314,48 @@ func (s *syncBuilder) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestMeasureRetriesConnecting: a run that cannot open its connections (a
+// shared server's max_connections taken for a moment) is run again after a
+// pause; any other error, or the last try, ends the sweep.
+func TestMeasureRetriesConnecting(t *testing.T) {
+	s, err := newSweep(tinyOptions("sqlite", filepath.Join(t.TempDir(), "bench.db")))
+	require.NoError(t, err)
+	s.connectPause = 20 * time.Millisecond
+	var notices []string
+	s.notice = func(msg string) { notices = append(notices, msg) }
+	tries := 0
+	refused := fmt.Errorf("%w: opening connection 62 of 64: too many clients", errConnect)
+	s.runOne = func(ctx context.Context, workers, slots, round int) (*measured, error) {
+		tries++
+		if tries < 3 {
+			return nil, refused
+		}
+		return &measured{sample: Sample{Round: round}}, nil
+	}
+	start := time.Now()
+	m, err := s.measure(context.Background(), cellKey{64, 8}, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 2, m.sample.Round)
+	assert.Equal(t, 3, tries)
+	assert.GreaterOrEqual(t, time.Since(start), 3*s.connectPause, "paused 1x and 2x the pause")
+	require.Len(t, notices, 2)
+	assert.Contains(t, notices[0], "64 workers, 8 slots (round 2): connecting: opening connection 62 of 64: too many clients; trying again in 20ms")
+
+	tries = 0
+	s.runOne = func(context.Context, int, int, int) (*measured, error) {
+		tries++
+		return nil, errors.New("syntax error")
+	}
+	_, err = s.measure(context.Background(), cellKey{1, 0}, 1)
+	require.EqualError(t, err, "syntax error")
+	assert.Equal(t, 1, tries, "only connecting is tried again")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	tries = 0
+	s.runOne = func(context.Context, int, int, int) (*measured, error) { tries++; cancel(); return nil, refused }
+	_, err = s.measure(ctx, cellKey{1, 0}, 1)
+	require.ErrorIs(t, err, errConnect)
+	assert.Equal(t, 1, tries, "an interrupt is not waited out")
 }
