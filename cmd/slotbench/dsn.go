@@ -94,6 +94,7 @@ func newTarget(driver, dsn string) (*target, error) {
 	return t, nil
 }
 
+// schemeOf returns the DSN's scheme prefix and its dialect, or "", "".
 func schemeOf(dsn string) (string, string) {
 	lower := strings.ToLower(dsn)
 	for _, s := range schemes {

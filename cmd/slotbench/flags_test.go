@@ -16,10 +16,10 @@ import (
 func TestParseOptionsDefaults(t *testing.T) {
 	o, err := parseOptions(nil, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, o.Slots)
+	assert.Equal(t, []int{1, 4, 16, 64, 256, 1024}, o.Slots)
 	assert.Equal(t, []int{1, 8, 32, 64}, o.Workers)
 	assert.Equal(t, time.Second, o.Duration)
-	assert.Equal(t, 3, o.Repeat)
+	assert.Equal(t, 5, o.Repeat)
 	assert.Equal(t, "", o.Driver)
 	assert.Equal(t, 64, o.Expect, "default: the largest worker count")
 	assert.Equal(t, int64(defaultMaxOps), o.MaxOps)

@@ -20,7 +20,7 @@
 //
 // and slotted.AddRef on one hot counter at every -slots count, from that many
 // concurrent goroutines on a pool of that many connections. Every cell runs
-// -repeat times (default 3) for -duration each (at most -max-ops operations),
+// -repeat times (default 5) for -duration each (at most -max-ops operations),
 // in rounds that visit every cell once, alternately forwards and backwards, so
 // that drift in the machine's load falls on all cells alike. Each cell reports
 // the median ops/s with the spread (min..max) of its runs, p50/p99 latency,
@@ -34,8 +34,8 @@
 // within noise of the best; otherwise it says the difference is within noise
 // (or the single row is faster): keep the single column. On SQLite the answer
 // is no: one writer at a time, slots cannot help. A chart with error bars goes
-// to -svg. With the defaults (4 worker counts × 12 cells × 3 runs × 1 s) a
-// sweep takes about 3 to 4 minutes.
+// to -svg. With the defaults (4 worker counts × 7 cells × 5 runs × 1 s) a
+// sweep takes about 4 minutes.
 //
 // It touches only two scratch tables of its own, slotbench_<random>_counters
 // and slotbench_<random>_rows, and drops them at the end, also after an error

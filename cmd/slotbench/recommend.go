@@ -7,6 +7,11 @@ import (
 	"strings"
 )
 
+// nearBest is how close to the best a slot count must come, round by round,
+// to be recommended instead of it: fewer slots make reads cheaper, and 10%
+// of write throughput is worth that.
+const nearBest = 0.10
+
 // noiseFloor widens every cell's spread to at least ±2.5% of its median: the
 // min..max of three short runs on a shared machine can happen to sit closer
 // together than the runs really scatter, and a gain of a percent or two is no
@@ -25,14 +30,16 @@ const (
 )
 
 // Candidate is one measured cell at the expected concurrency: the median of
-// its runs, their spread, and whether every run's total was exact.
+// its runs, their spread, its ops/s by round, and whether every run's total
+// was exact.
 type Candidate struct {
-	Slots  int
-	Median float64
-	Low    float64
-	High   float64
-	Runs   int
-	Exact  bool
+	Slots   int
+	Median  float64
+	Low     float64
+	High    float64
+	Runs    int
+	ByRound map[int]float64
+	Exact   bool
 }
 
 // band is the candidate's spread, widened to noiseFloor.
@@ -54,8 +61,8 @@ type Recommendation struct {
 	High          float64 `json:"ops_per_sec_max"`
 	BestSlots     int     `json:"best_slots"` // the highest median
 	BestOpsPerSec float64 `json:"best_ops_per_sec"`
-	// WithinNoise are the slot counts whose spread overlaps the best's.
-	WithinNoise       []int   `json:"within_noise_of_best"`
+	// NearBest are the slot counts within nearBest of the best, round by round.
+	NearBest          []int   `json:"near_best"`
 	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec"` // 0: no baseline measured
 	BaselineLow       float64 `json:"baseline_ops_per_sec_min"`
 	BaselineHigh      float64 `json:"baseline_ops_per_sec_max"`
@@ -68,14 +75,16 @@ type Recommendation struct {
 }
 
 // recommend applies the rule. Among exact measurements the best is the
-// highest median; every slot count whose spread (min..max of its runs,
-// widened to noiseFloor) overlaps the best's is within noise of it. Slotted
-// counters pay off only when the best's whole spread lies above the
-// baseline's; the recommendation is then the fewest slots (cheaper reads)
-// within noise of the best whose spread also clears the baseline's. A gain
-// inside the spread is no gain: the verdict is then "within noise, keep the
-// single column", and likewise when the baseline wins. SQLite always gets a
-// no: it lets one writer in at a time, so slots cannot add concurrency.
+// highest median. Slotted counters pay off only when the best's whole spread
+// (min..max of its runs, widened to noiseFloor) lies above the baseline's: a
+// gain inside the spread is no gain, and the verdict is then "within noise,
+// keep the single column" (or "slower" when the baseline's spread lies above).
+// When they pay off, the recommendation is the fewest slots (cheaper reads)
+// that come within nearBest of the best round by round (the median of the
+// per-round ratios: a round slowed by the machine slows every cell in it, so
+// comparing within rounds cancels it) and whose spread also clears the
+// baseline's. SQLite always gets a no: it lets one writer in at a time, so
+// slots cannot add concurrency.
 func recommend(dialect string, workers int, baseline Candidate, cands []Candidate) Recommendation {
 	r := Recommendation{Workers: workers}
 	hasBaseline := finite(baseline.Median) && baseline.Median > 0 && baseline.Runs > 0
@@ -106,15 +115,15 @@ func recommend(dialect string, workers int, baseline Candidate, cands []Candidat
 	}
 	r.BestSlots, r.BestOpsPerSec = best.Slots, best.Median
 	r.AtLargest = best.Slots == usable[len(usable)-1].Slots && len(usable) > 1
-	bestLo, bestHi := best.band()
 	for _, c := range usable {
-		if _, hi := c.band(); hi >= bestLo {
-			r.WithinNoise = append(r.WithinNoise, c.Slots)
+		if ratioByRound(best, c) <= 1+nearBest+1e-9 {
+			r.NearBest = append(r.NearBest, c.Slots)
 		}
 	}
 	if hasBaseline {
 		r.SpeedUp = best.Median / baseline.Median
 	}
+	bestLo, bestHi := best.band()
 	baseLo, baseHi := baseline.band()
 	switch {
 	case dialect == dialectSQLite:
@@ -123,10 +132,10 @@ func recommend(dialect string, workers int, baseline Candidate, cands []Candidat
 		r.Verdict = verdictFewRuns
 	case !hasBaseline:
 		r.Verdict = verdictNoBaseline
-		r.pick(usable, bestLo, 0)
+		r.pick(usable, 0)
 	case bestLo > baseHi:
 		r.Verdict, r.PaysOff = verdictUse, true
-		r.pick(usable, bestLo, baseHi)
+		r.pick(usable, baseHi)
 		r.SpeedUp = r.OpsPerSec / baseline.Median
 	case bestHi < baseLo:
 		r.Verdict = verdictSlower
@@ -137,12 +146,27 @@ func recommend(dialect string, workers int, baseline Candidate, cands []Candidat
 	return r
 }
 
-// pick recommends the fewest slots within noise of the best (spread reaching
-// bestLo) whose spread lies above floor.
-func (r *Recommendation) pick(usable []Candidate, bestLo, floor float64) {
+// ratioByRound is the median over the rounds both were measured in of
+// a's ops/s over b's; the ratio of their medians when they share no round.
+func ratioByRound(a, b Candidate) float64 {
+	var ratios []float64
+	for round, x := range a.ByRound {
+		if y, ok := b.ByRound[round]; ok && y > 0 {
+			ratios = append(ratios, x/y)
+		}
+	}
+	if len(ratios) == 0 {
+		return a.Median / b.Median
+	}
+	m, _, _ := spread(ratios)
+	return m
+}
+
+// pick recommends the fewest slots near the best whose spread lies above
+// floor (the best itself qualifies whenever pick is called).
+func (r *Recommendation) pick(usable []Candidate, floor float64) {
 	for _, c := range usable { // ascending slots
-		lo, hi := c.band()
-		if hi >= bestLo && lo > floor {
+		if lo, _ := c.band(); slices.Contains(r.NearBest, c.Slots) && lo > floor {
 			r.Slots, r.OpsPerSec, r.Low, r.High = c.Slots, c.Median, c.Low, c.High
 			return
 		}
@@ -157,7 +181,7 @@ func recommendFor(cells []Cell, workers int, dialect string) Recommendation {
 		if c.Workers != workers {
 			continue
 		}
-		cand := Candidate{Slots: c.Slots, Median: c.OpsPerSec, Low: c.Low, High: c.High, Runs: len(c.Runs), Exact: c.Exact}
+		cand := candidateOf(c)
 		if c.Slots == 0 {
 			baseline = cand
 			continue
@@ -165,6 +189,15 @@ func recommendFor(cells []Cell, workers int, dialect string) Recommendation {
 		cands = append(cands, cand)
 	}
 	return recommend(dialect, workers, baseline, cands)
+}
+
+func candidateOf(c Cell) Candidate {
+	cand := Candidate{Slots: c.Slots, Median: c.OpsPerSec, Low: c.Low, High: c.High, Runs: len(c.Runs), Exact: c.Exact,
+		ByRound: make(map[int]float64, len(c.Runs))}
+	for _, run := range c.Runs {
+		cand.ByRound[run.Round] = run.OpsPerSec
+	}
+	return cand
 }
 
 // rangeText prints a median with its spread: "9,812 ops/s (9,500–10,100)".
@@ -195,9 +228,9 @@ func (r Recommendation) text(best Candidate) string {
 	case verdictUse:
 		s = fmt.Sprintf("%s: use %s: %s, ×%.2f %s, a gain beyond the spread of the runs.",
 			at, plural(r.Slots, "slot"), rangeText(r.OpsPerSec, r.Low, r.High), r.SpeedUp, base)
-		if len(r.WithinNoise) > 1 {
-			s += fmt.Sprintf(" Any of %s slots is within noise of the best (%s); fewer slots make reads cheaper.",
-				joinInts(r.WithinNoise), bestText)
+		if len(r.NearBest) > 1 {
+			s += fmt.Sprintf(" %s slots come within %.0f%% of the best (%s) round by round; fewer slots make reads cheaper.",
+				joinInts(r.NearBest), nearBest*100, bestText)
 		}
 		if r.AtLargest {
 			s += " The best was at the largest slot count tried; larger -slots may do better still."
@@ -207,7 +240,7 @@ func (r Recommendation) text(best Candidate) string {
 			at, bestText, base)
 	default:
 		s = fmt.Sprintf("%s: within noise, keep the single column. The best, %s, is ×%.2f %s, but their runs overlap: "+
-			"no gain beyond the noise (a longer -duration or more -repeat narrow the spread).", at, bestText, r.SpeedUp, base)
+			"no gain beyond the noise (longer -duration runs, or a quieter machine, narrow the spread).", at, bestText, r.SpeedUp, base)
 	}
 	if r.Excluded > 0 {
 		s += fmt.Sprintf(" (%d measurement(s) left out: their totals were not exact.)", r.Excluded)

@@ -21,10 +21,10 @@ func runsOf(workers, slots int, rates ...float64) Cell {
 	return c
 }
 
-// cand is a candidate from the ops/s of its runs.
+// cand is a candidate from the ops/s of its runs, one per round in order.
 func cand(slots int, rates ...float64) Candidate {
 	c := runsOf(1, slots, rates...)
-	return Candidate{Slots: slots, Median: c.OpsPerSec, Low: c.Low, High: c.High, Runs: len(rates), Exact: true}
+	return candidateOf(c)
 }
 
 func TestSpread(t *testing.T) {
@@ -48,15 +48,15 @@ func TestRecommendClearGain(t *testing.T) {
 	assert.Equal(t, verdictUse, r.Verdict)
 	assert.True(t, r.PaysOff)
 	assert.Equal(t, 256, r.BestSlots)
-	assert.Equal(t, []int{64, 256, 1024}, r.WithinNoise)
-	assert.Equal(t, 64, r.Slots, "the fewest slots within noise of the best")
+	assert.Equal(t, []int{64, 256, 1024}, r.NearBest)
+	assert.Equal(t, 64, r.Slots, "the fewest slots near the best")
 	assert.Equal(t, 9500.0, r.OpsPerSec)
 	assert.Equal(t, 9200.0, r.Low)
 	assert.Equal(t, 9900.0, r.High)
 	assert.InDelta(t, 9.5, r.SpeedUp, 1e-9)
 	assert.False(t, r.AtLargest)
 	assert.Contains(t, r.Summary, "use 64 slots: 9,500 ops/s (9,200–9,900), ×9.50 the single-row UPDATE's 1,000 ops/s (950–1,100)")
-	assert.Contains(t, r.Summary, "Any of 64, 256, 1024 slots is within noise of the best (256 slots at 10,000 ops/s (9,800–10,300))")
+	assert.Contains(t, r.Summary, "64, 256, 1024 slots come within 10% of the best (256 slots at 10,000 ops/s (9,800–10,300)) round by round")
 }
 
 // TestRecommendOverlapIsNoGain: when the best's spread overlaps the
@@ -81,13 +81,29 @@ func TestRecommendOverlapIsNoGain(t *testing.T) {
 	assert.Equal(t, 4, r.Slots)
 }
 
+// TestRecommendNearBestRoundByRound: nearness to the best is judged within
+// rounds. A round the machine slowed down for everyone does not make a cell
+// look far from the best, and a cell whose spread overlaps the best's only
+// because of such a round is not near it when it is 35% slower in the others.
+func TestRecommendNearBestRoundByRound(t *testing.T) {
+	base := cand(0, 1000, 600, 1000)
+	r := recommend(dialectPostgres, 32, base, []Candidate{
+		cand(16, 6500, 7000, 6600),    // inside the best's spread, but ×1.5 slower in rounds 1 and 3
+		cand(64, 9500, 4800, 9600),    // 5% below the best in every round, the slow one included
+		cand(256, 10000, 5000, 10100), // the best; round 2 was slow for everyone
+	})
+	assert.Equal(t, verdictUse, r.Verdict)
+	assert.Equal(t, []int{64, 256}, r.NearBest)
+	assert.Equal(t, 64, r.Slots)
+}
+
 func TestRecommendPickClearsBaseline(t *testing.T) {
-	// 1 slot is within noise of the best but not clear of the baseline: the
+	// 1 slot is near the best but not clear of the baseline: the
 	// recommendation is the fewest slots that are both.
 	base := cand(0, 900, 1000, 1100)
 	r := recommend(dialectPostgres, 8, base, []Candidate{cand(1, 1050, 1550, 1500), cand(4, 1450, 1600, 1550), cand(8, 1500, 1700, 1600)})
 	assert.Equal(t, verdictUse, r.Verdict)
-	assert.Equal(t, []int{1, 4, 8}, r.WithinNoise)
+	assert.Equal(t, []int{1, 4, 8}, r.NearBest)
 	assert.Equal(t, 4, r.Slots)
 	assert.True(t, r.AtLargest)
 	assert.Contains(t, r.Summary, "larger -slots")

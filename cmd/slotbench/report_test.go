@@ -86,11 +86,11 @@ func TestWriteJSON(t *testing.T) {
 			} `json:"lock_evidence"`
 		}
 		Recommendation struct {
-			Slots       int
-			Verdict     string
-			PaysOff     bool  `json:"pays_off"`
-			WithinNoise []int `json:"within_noise_of_best"`
-			Summary     string
+			Slots    int
+			Verdict  string
+			PaysOff  bool  `json:"pays_off"`
+			NearBest []int `json:"near_best"`
+			Summary  string
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(b.String()), &doc))
@@ -105,7 +105,7 @@ func TestWriteJSON(t *testing.T) {
 	assert.False(t, doc.Cells[2].Runs[1].Exact)
 	assert.False(t, doc.Cells[2].Exact)
 	assert.Equal(t, verdictUse, doc.Recommendation.Verdict)
-	assert.Equal(t, []int{16}, doc.Recommendation.WithinNoise, "the inexact cell is left out")
+	assert.Equal(t, []int{16}, doc.Recommendation.NearBest, "the inexact cell is left out")
 	assert.Equal(t, int64(900), doc.Cells[0].LockEvidence.InnoDB.Waits)
 	assert.Equal(t, 16, doc.Recommendation.Slots)
 	assert.True(t, doc.Recommendation.PaysOff)
