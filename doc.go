@@ -42,7 +42,8 @@
 // column of the parent table, Runner does the periodic part in the
 // background, and Sweep removes counters whose records are gone (hard deletes
 // through gorm remove them already). All of them stay exact while writers keep
-// incrementing. Diagnose reports lock waits and the hottest counters.
+// incrementing. The diagnose subpackage reports lock waits and the hottest
+// counters.
 //
 // # Retry-safe writes
 //

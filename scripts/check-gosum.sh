@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks what importing slotted costs a user: a program that imports only the
-# root package must get gorm's modules in its go.sum and nothing else (no
-# drivers, no test libraries). It builds two throwaway modules, one importing
+# root package and its diagnose subpackage must get gorm's modules in its
+# go.sum and nothing else (no drivers, no test libraries). It builds two throwaway modules, one importing
 # gorm alone and one importing slotted (through a replace to this checkout),
 # tidies both, and compares the module sets of their go.sum files.
 set -euo pipefail
@@ -26,9 +26,12 @@ GO
 cat >"$work/user/main.go" <<'GO'
 package main
 
-import "github.com/slotted-go/slotted"
+import (
+	"github.com/slotted-go/slotted"
+	"github.com/slotted-go/slotted/diagnose"
+)
 
-func main() { _ = slotted.New(slotted.Config{}) }
+func main() { _, _ = slotted.New(slotted.Config{}), diagnose.Options{} }
 GO
 (cd "$work/user" && go mod init example.com/user >/dev/null 2>&1 &&
 	go mod edit -require=github.com/slotted-go/slotted@v0.0.0 -replace=github.com/slotted-go/slotted="$repo" &&

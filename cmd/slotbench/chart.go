@@ -29,17 +29,28 @@ const (
 var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#b07aa1", "#9c755f", "#ff9da7", "#edc948", "#bab0ac"}
 
 type chartPoint struct {
-	slots int
-	ops   float64
-	exact bool
+	slots       int
+	ops, lo, hi float64 // median and spread of the runs
+	exact       bool
 }
 
 type chartSeries struct {
-	workers     int
-	color       string
-	points      []chartPoint // ascending slots
-	baseline    float64
-	hasBaseline bool
+	workers        int
+	color          string
+	points         []chartPoint // ascending slots
+	baseline       float64
+	baseLo, baseHi float64
+	hasBaseline    bool
+}
+
+// spreadOf is a cell's min..max for the chart, never outside the median (a
+// cell built without runs has none).
+func spreadOf(c Cell) (lo, hi float64) {
+	m := clean(c.OpsPerSec)
+	if len(c.Runs) == 0 {
+		return m, m
+	}
+	return min(m, clean(c.Low)), max(m, clean(c.High))
 }
 
 // seriesOf groups the cells by worker count.
@@ -53,10 +64,11 @@ func seriesOf(cells []Cell) []chartSeries {
 			byW[c.Workers] = s
 			order = append(order, c.Workers)
 		}
+		lo, hi := spreadOf(c)
 		if c.Slots == 0 {
-			s.baseline, s.hasBaseline = clean(c.OpsPerSec), true
+			s.baseline, s.baseLo, s.baseHi, s.hasBaseline = clean(c.OpsPerSec), lo, hi, true
 		} else {
-			s.points = append(s.points, chartPoint{c.Slots, clean(c.OpsPerSec), c.Exact})
+			s.points = append(s.points, chartPoint{c.Slots, clean(c.OpsPerSec), lo, hi, c.Exact})
 		}
 	}
 	slices.Sort(order)
@@ -121,8 +133,11 @@ func saveChart(path string, res *Result) error {
 }
 
 // writeChart draws throughput against slots (log2 x axis), one polyline per
-// worker count (<g class="series" id="series-w8">) and a dashed line for the
-// single-row baseline of each (<g class="baseline" id="baseline-w8">).
+// worker count (<g class="series" id="series-w8">) through the medians, with
+// an error bar per point (class "errorbar") from the min to the max of its
+// runs, and a dashed line for the single-row baseline of each
+// (<g class="baseline" id="baseline-w8">) over a band (class "baseline-band")
+// spanning its runs.
 func writeChart(w io.Writer, res *Result) error {
 	series := seriesOf(res.Cells)
 	var b strings.Builder
@@ -137,10 +152,10 @@ func writeChart(w io.Writer, res *Result) error {
 	var slotsSeen []int
 	maxY := 0.0
 	for _, s := range series {
-		maxY = max(maxY, s.baseline)
+		maxY = max(maxY, s.baseHi)
 		for _, pt := range s.points {
 			slotsSeen = append(slotsSeen, pt.slots)
-			maxY = max(maxY, pt.ops)
+			maxY = max(maxY, pt.hi)
 		}
 	}
 	slices.Sort(slotsSeen)
@@ -169,8 +184,9 @@ func writeChart(w io.Writer, res *Result) error {
 	p(`<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", chartW, chartH)
 	title := fmt.Sprintf("slotbench on %s: increments/s on one hot counter", res.Database)
 	p(`<text id="title" x="%d" y="30" font-size="18" font-weight="bold">%s</text>`+"\n", plotLeft, esc(title))
-	sub := fmt.Sprintf("one line per number of concurrent workers; dashed: the single-row UPDATE at that concurrency; %ss per cell",
-		strconv.FormatFloat(res.Settings.DurationSeconds, 'f', -1, 64))
+	sub := fmt.Sprintf("one line per worker count through the median of %s of %ss per cell, bars: min–max; "+
+		"dashed: the single-row UPDATE, band: its min–max",
+		plural(max(res.Settings.Repeat, 1), "run"), strconv.FormatFloat(res.Settings.DurationSeconds, 'f', -1, 64))
 	if res.Interrupted {
 		sub += " (interrupted: partial)"
 	}
@@ -225,6 +241,10 @@ func writeChart(w io.Writer, res *Result) error {
 	for _, l := range labels {
 		s := series[l.i]
 		p(`<g id="baseline-w%d" class="baseline" data-workers="%d">`+"\n", s.workers, s.workers)
+		if s.baseHi > s.baseLo {
+			p(`<rect class="baseline-band" x="%d" y="%s" width="%d" height="%s" fill="%s" fill-opacity="0.12"/>`+"\n",
+				plotLeft, num(y(s.baseHi)), plotRight-plotLeft, num(y(s.baseLo)-y(s.baseHi)), s.color)
+		}
 		p(`<line x1="%d" y1="%s" x2="%d" y2="%s" stroke="%s" stroke-width="1.5" stroke-dasharray="7 5"/>`+"\n",
 			plotLeft, num(l.y0), plotRight, num(l.y0), s.color)
 		p(`<polyline points="%d,%s %d,%s" fill="none" stroke="%s" stroke-width="1"/>`+"\n",
@@ -235,7 +255,9 @@ func writeChart(w io.Writer, res *Result) error {
 	}
 
 	// Series: a polyline and a marker per measured slot count.
-	for _, s := range series {
+	for si, s := range series {
+		// Bars of different series at one slot count are set a little apart.
+		dodge := (float64(si) - float64(len(series)-1)/2) * 3
 		p(`<g id="series-w%d" class="series" data-workers="%d">`+"\n", s.workers, s.workers)
 		if len(s.points) > 0 {
 			pts := make([]string, len(s.points))
@@ -246,13 +268,22 @@ func writeChart(w io.Writer, res *Result) error {
 				strings.Join(pts, " "), s.color)
 		}
 		for _, pt := range s.points {
+			if pt.hi > pt.lo {
+				xx := x(pt.slots) + dodge
+				p(`<path class="errorbar" d="M%s %sV%sM%s %sH%sM%s %sH%s" stroke="%s" stroke-width="1.5" fill="none"/>`+"\n",
+					num(xx), num(y(pt.lo)), num(y(pt.hi)),
+					num(xx-4), num(y(pt.lo)), num(xx+4),
+					num(xx-4), num(y(pt.hi)), num(xx+4), s.color)
+			}
+		}
+		for _, pt := range s.points {
 			fill, class, note := s.color, "point", ""
 			if !pt.exact {
 				fill, class, note = "#ffffff", "point inexact", " (total NOT exact)"
 			}
 			p(`<circle class="%s" cx="%s" cy="%s" r="4" fill="%s" stroke="%s" stroke-width="1.5"><title>%s</title></circle>`+"\n",
 				class, num(x(pt.slots)), num(y(pt.ops)), fill, s.color,
-				esc(fmt.Sprintf("%d workers, %d slots: %s ops/s%s", s.workers, pt.slots, fmtRate(pt.ops), note)))
+				esc(fmt.Sprintf("%d workers, %d slots: %s%s", s.workers, pt.slots, rangeText(pt.ops, pt.lo, pt.hi), note)))
 		}
 		p("</g>\n")
 	}

@@ -61,7 +61,7 @@ func svgElements(t *testing.T, path string) (ids map[string]xml.StartElement, cl
 func chartResult(cells ...Cell) *Result {
 	return &Result{
 		Database: DBInfo{Dialect: dialectMySQL, Product: "MariaDB", Version: "10.11.19-MariaDB-0+deb12u1"},
-		Settings: Settings{DurationSeconds: 1},
+		Settings: Settings{DurationSeconds: 1, Repeat: 3},
 		Cells:    cells,
 	}
 }
@@ -69,13 +69,22 @@ func chartResult(cells ...Cell) *Result {
 func TestChartSeriesAndBaselines(t *testing.T) {
 	var cells []Cell
 	for _, w := range []int{1, 8, 64} {
-		cells = append(cells, Cell{Workers: w, OpsPerSec: float64(1000 * w)})
+		b := float64(1000 * w)
+		cells = append(cells, runsOf(w, 0, b, b*0.9, b*1.1))
 		for _, s := range []int{1, 4, 16, 64, 256} {
-			cells = append(cells, Cell{Workers: w, Slots: s, OpsPerSec: float64(100 * w * s), Exact: s != 16})
+			v := float64(100 * w * s)
+			c := runsOf(w, s, v, v*0.95, v*1.05)
+			if s == 16 {
+				c.Exact = false
+			}
+			if s == 4 {
+				c = Cell{Workers: w, Slots: s, OpsPerSec: v, Exact: true} // no runs: no spread, no bar
+			}
+			cells = append(cells, c)
 		}
 	}
 	res := chartResult(cells...)
-	res.Recommendation = recommendFor(cells, 64)
+	res.Recommendation = recommendFor(cells, 64, dialectMySQL)
 	require.Equal(t, 256, res.Recommendation.Slots)
 	res.Database.Product = `Maria<DB> & "co"` // text must be escaped
 	path := filepath.Join(t.TempDir(), "chart.svg")
@@ -88,6 +97,8 @@ func TestChartSeriesAndBaselines(t *testing.T) {
 	}
 	assert.Equal(t, 3, classes["series"], "one series per worker count")
 	assert.Equal(t, 3, classes["baseline"], "one baseline marker per worker count")
+	assert.Equal(t, 3, classes["baseline-band"], "the baseline's spread")
+	assert.Equal(t, 12, classes["errorbar"], "a min–max bar per point with a spread")
 	assert.Equal(t, 15, classes["point"])
 	assert.Equal(t, 3, classes["inexact"], "cells whose total was off are marked")
 	assert.Contains(t, ids, "recommended", "the recommended cell is ringed")
@@ -98,6 +109,7 @@ func TestChartSeriesAndBaselines(t *testing.T) {
 	assert.Contains(t, text, "slots per counter (log2 scale)")
 	assert.Contains(t, text, "throughput (ops/s)")
 	assert.Contains(t, text, "1-row, 8 workers: 8,000/s")
+	assert.Contains(t, text, "64 workers, 256 slots: 1,638,400 ops/s (1,556,480–1,720,320)", "the spread in the tooltip")
 	assert.Contains(t, text, "256", "x tick labels")
 }
 

@@ -3,30 +3,34 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/diagnose"
 )
 
 // sampleEvery is how often the PostgreSQL probe counts lock-waiting backends.
 const sampleEvery = 50 * time.Millisecond
 
 // probe collects the database's own evidence of row-lock waiting across a
-// cell. begin is called right before the timed load, and the returned finish
-// right after it. Probes run on the sweep's admin pool, never on the cell's.
+// run of a cell. begin is called right before the timed load, and the
+// returned finish right after it. Probes run on the sweep's admin pool, never
+// on the cell's, and ask through the diagnose package's probes.
 type probe interface {
 	begin(ctx context.Context) (finish func(ctx context.Context) (Evidence, error), err error)
 }
 
-func newProbe(dialect string, admin *gorm.DB, appName string) probe {
+// newProbe returns the probe for dialect; tables are the sweep's scratch
+// tables, whose waiters the PostgreSQL sampler counts.
+func newProbe(dialect string, admin *gorm.DB, tables []string) probe {
 	switch dialect {
 	case dialectMySQL:
 		return innodbProbe{admin}
 	case dialectPostgres:
-		return pgProbe{admin, appName}
+		return pgProbe{admin, tables}
 	}
 	return sqliteProbe{}
 }
@@ -34,75 +38,50 @@ func newProbe(dialect string, admin *gorm.DB, appName string) probe {
 // innodbProbe diffs InnoDB's row-lock counters.
 type innodbProbe struct{ db *gorm.DB }
 
-func (p innodbProbe) status(ctx context.Context) (map[string]int64, error) {
-	rows, err := p.db.WithContext(ctx).Raw("SHOW GLOBAL STATUS WHERE Variable_name IN " +
-		"('Innodb_row_lock_waits', 'Innodb_row_lock_time', 'Innodb_deadlocks')").Rows()
+func (p innodbProbe) begin(ctx context.Context) (func(context.Context) (Evidence, error), error) {
+	before, err := diagnose.ServerCounters(p.db.WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("reading InnoDB status: %w", err)
 	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var name, value string
-		if err := rows.Scan(&name, &value); err != nil {
-			return nil, err
-		}
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("status %s = %q: %w", name, value, err)
-		}
-		out[strings.ToLower(name)] = n
-	}
-	return out, rows.Err()
-}
-
-func (p innodbProbe) begin(ctx context.Context) (func(context.Context) (Evidence, error), error) {
-	before, err := p.status(ctx)
-	if err != nil {
-		return nil, err
-	}
 	return func(ctx context.Context) (Evidence, error) {
-		after, err := p.status(ctx)
+		after, err := diagnose.ServerCounters(p.db.WithContext(ctx))
 		if err != nil {
-			return Evidence{}, err
+			return Evidence{}, fmt.Errorf("reading InnoDB status: %w", err)
 		}
 		ev := &InnoDBEvidence{
-			RowLockWaits:  after["innodb_row_lock_waits"] - before["innodb_row_lock_waits"],
-			RowLockTimeMs: after["innodb_row_lock_time"] - before["innodb_row_lock_time"],
+			RowLockWaits:  after["Innodb_row_lock_waits"] - before["Innodb_row_lock_waits"],
+			RowLockTimeMs: after["Innodb_row_lock_time"] - before["Innodb_row_lock_time"],
 		}
-		if a, ok := after["innodb_deadlocks"]; ok {
-			d := a - before["innodb_deadlocks"]
+		if a, ok := after["Innodb_deadlocks"]; ok {
+			d := a - before["Innodb_deadlocks"]
 			ev.Deadlocks = &d
 		}
 		return Evidence{InnoDB: ev}, nil
 	}, nil
 }
 
-// pgProbe samples lock-waiting backends on its own connection while the
-// cell runs: PostgreSQL keeps no cumulative row-lock wait counter.
+// pgProbe samples the backends waiting on a lock in the scratch tables on
+// its own connection while the cell runs: PostgreSQL keeps no cumulative
+// row-lock wait counter.
 type pgProbe struct {
-	db      *gorm.DB
-	appName string // count only sessions with this application_name; "" = the whole database
+	db     *gorm.DB
+	tables []string
 }
 
 func (p pgProbe) deadlocks(ctx context.Context) (int64, error) {
-	var n int64
-	err := p.db.WithContext(ctx).Raw("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").Scan(&n).Error
+	c, err := diagnose.ServerCounters(p.db.WithContext(ctx))
 	if err != nil {
 		return 0, fmt.Errorf("reading pg_stat_database: %w", err)
 	}
-	return n, nil
+	return c["deadlocks"], nil
 }
 
 func (p pgProbe) waiting(ctx context.Context) (int64, error) {
-	q := "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-	args := []any{}
-	if p.appName != "" {
-		q += " AND application_name = ?"
-		args = append(args, p.appName)
-	}
+	waits, err := diagnose.LockWaits(p.db.WithContext(ctx), p.tables...)
 	var n int64
-	err := p.db.WithContext(ctx).Raw(q, args...).Scan(&n).Error
+	for _, w := range waits {
+		n += w.Waiting
+	}
 	return n, err
 }
 
@@ -129,7 +108,7 @@ func (p pgProbe) begin(ctx context.Context) (func(context.Context) (Evidence, er
 			n, err := p.waiting(sctx)
 			if err != nil {
 				if sctx.Err() == nil {
-					failed = fmt.Errorf("sampling pg_stat_activity: %w", err)
+					failed = fmt.Errorf("sampling lock waits: %w", err)
 				}
 				return
 			}
@@ -146,7 +125,7 @@ func (p pgProbe) begin(ctx context.Context) (func(context.Context) (Evidence, er
 		if err != nil {
 			return Evidence{}, err
 		}
-		ev := &PostgresEvidence{Samples: len(samples), OwnOnly: p.appName != "", Deadlocks: after - before}
+		ev := &PostgresEvidence{Samples: len(samples), Deadlocks: after - before}
 		var sum int64
 		for _, n := range samples {
 			sum += n

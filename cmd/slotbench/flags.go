@@ -14,19 +14,28 @@ import (
 )
 
 const (
-	defaultSlots   = "1,2,4,8,16,32,64,128,256,512,1024"
+	// defaultSlots steps by 4: fewer cells leave time for more runs of each,
+	// and neighbours differ by more than the noise of a shared machine.
+	defaultSlots   = "1,4,16,64,256,1024"
 	defaultWorkers = "1,8,32,64"
 	// defaultMaxOps bounds a cell by count as well as by time, so a very fast
 	// database (or a mistyped -duration) cannot run away.
 	defaultMaxOps = 5_000_000
+	// defaultRepeat runs each cell five times. Three give a median and a
+	// spread, but in three sweeps on two loaded cores MariaDB's ×1.5–2 gain
+	// cleared a three-run spread once and not twice; with five runs all three
+	// sweeps called it noise, and PostgreSQL's ×4–5 cleared it all three times.
+	defaultRepeat = 5
 )
 
 // Options is the parsed and validated command line.
 type Options struct {
+	Driver   string // "" (from the DSN), mysql, postgres or sqlite
 	DSN      string
 	Slots    []int // ascending, distinct
 	Workers  []int // ascending, distinct
 	Duration time.Duration
+	Repeat   int // runs per cell, interleaved
 	// Expect is the concurrency the recommendation is made for: one of Workers.
 	// ExpectRequested is what -expect said (0: not given).
 	Expect          int
@@ -51,15 +60,18 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 	var o Options
 	fs := flag.NewFlagSet("slotbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.DSN, "dsn", "", `database: "user:pass@tcp(host:3306)/db" or "mysql://..." (MariaDB/MySQL), `+
-		`"postgres://...", "postgresql://..." or "host=... dbname=..." (PostgreSQL), else a SQLite file; `+
-		`empty: a temporary SQLite file, deleted afterwards`)
+	fs.StringVar(&o.Driver, "driver", "", "mysql (MariaDB too), postgres or sqlite; default: from the -dsn's scheme or form, "+
+		"when only one database reads it")
+	fs.StringVar(&o.DSN, "dsn", "", "the database, in any form its driver takes. "+dsnForms+
+		". Empty: a temporary SQLite file, deleted afterwards")
 	slots := fs.String("slots", defaultSlots, "comma-separated slot counts to try")
 	workers := fs.String("workers", defaultWorkers, "comma-separated numbers of concurrent writers")
-	fs.DurationVar(&o.Duration, "duration", 2*time.Second, "how long each cell runs")
+	fs.DurationVar(&o.Duration, "duration", time.Second, "how long each run of a cell lasts")
+	fs.IntVar(&o.Repeat, "repeat", defaultRepeat, "runs per cell, interleaved across cells so that drift hits all alike; "+
+		"the table shows the median and the spread (min..max), and a recommendation needs 2 or more")
 	fs.IntVar(&o.ExpectRequested, "expect", 0, "concurrency to recommend a slot count for (default: the largest -workers; "+
 		"a value not in -workers uses the nearest one)")
-	fs.Int64Var(&o.MaxOps, "max-ops", defaultMaxOps, "safety bound: stop a cell after this many operations")
+	fs.Int64Var(&o.MaxOps, "max-ops", defaultMaxOps, "safety bound: stop a run of a cell after this many operations")
 	fs.IntVar(&o.Retries, "retries", 5, "plugin retries after a lock conflict (slotted.Config.MaxRetries; 0 disables)")
 	fs.BoolVar(&o.JSON, "json", false, "print a JSON document instead of the table")
 	fs.StringVar(&o.SVG, "svg", "slotbench.svg", "write a throughput chart to this file (empty: no chart)")
@@ -67,7 +79,9 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: slotbench [flags]\n\n"+
 			"Measures single-row UPDATE against slotted counters at each slot count and concurrency on your\n"+
-			"database, using scratch tables slotbench_<random>_* that it drops afterwards, and recommends a slot count.\n\n")
+			"database, using scratch tables slotbench_<random>_* that it drops afterwards, and recommends a slot count.\n"+
+			"Each cell runs -repeat times for -duration (or -max-ops); with the defaults (4 worker counts x 7 cells x 5 runs\n"+
+			"x 1s) a sweep takes about 4 minutes.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -90,6 +104,8 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 		return o, err
 	}
 	switch {
+	case o.Repeat < 1 || o.Repeat > 1000:
+		return o, fmt.Errorf("%w: -repeat must be in 1..1000, got %d", errUsage, o.Repeat)
 	case o.Duration <= 0:
 		return o, fmt.Errorf("%w: -duration must be positive, got %v", errUsage, o.Duration)
 	case o.MaxOps <= 0:

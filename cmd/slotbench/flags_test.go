@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +16,11 @@ import (
 func TestParseOptionsDefaults(t *testing.T) {
 	o, err := parseOptions(nil, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, o.Slots)
+	assert.Equal(t, []int{1, 4, 16, 64, 256, 1024}, o.Slots)
 	assert.Equal(t, []int{1, 8, 32, 64}, o.Workers)
-	assert.Equal(t, 2*time.Second, o.Duration)
+	assert.Equal(t, time.Second, o.Duration)
+	assert.Equal(t, 5, o.Repeat)
+	assert.Equal(t, "", o.Driver)
 	assert.Equal(t, 64, o.Expect, "default: the largest worker count")
 	assert.Equal(t, int64(defaultMaxOps), o.MaxOps)
 	assert.Equal(t, "slotbench.svg", o.SVG)
@@ -27,10 +30,12 @@ func TestParseOptionsDefaults(t *testing.T) {
 }
 
 func TestParseOptionsGood(t *testing.T) {
-	o, err := parseOptions([]string{"-dsn", "x.db", "-slots", " 16, 4,4,1 ", "-workers", "32,8", "-duration", "150ms",
+	o, err := parseOptions([]string{"-driver", "sqlite", "-repeat", "5", "-dsn", "x.db", "-slots", " 16, 4,4,1 ", "-workers", "32,8", "-duration", "150ms",
 		"-expect", "8", "-json", "-svg", "", "-quiet", "-max-ops", "10", "-retries", "0"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 4, 16}, o.Slots, "sorted, deduplicated")
+	assert.Equal(t, "sqlite", o.Driver)
+	assert.Equal(t, 5, o.Repeat)
 	assert.Equal(t, []int{8, 32}, o.Workers)
 	assert.Equal(t, 150*time.Millisecond, o.Duration)
 	assert.Equal(t, 8, o.Expect)
@@ -57,6 +62,8 @@ func TestParseOptionsBad(t *testing.T) {
 		{[]string{"-duration", "-1s"}, "-duration must be positive"},
 		{[]string{"-duration", "soon"}, "invalid value"},
 		{[]string{"-max-ops", "0"}, "-max-ops must be positive"},
+		{[]string{"-repeat", "0"}, "-repeat must be in 1..1000"},
+		{[]string{"-repeat", "1001"}, "-repeat must be in 1..1000"},
 		{[]string{"-retries", "-2"}, "-retries must be 0 or more"},
 		{[]string{"-expect", "-1"}, "-expect must be positive"},
 		{[]string{"-nope"}, "flag provided but not defined"},
@@ -91,7 +98,19 @@ func TestRunUsageErrors(t *testing.T) {
 	var stderr strings.Builder
 	assert.Equal(t, 2, run([]string{"-workers", "0"}, io.Discard, &stderr))
 	assert.Contains(t, stderr.String(), "-workers")
+	// A DSN no driver reads is a usage error before anything is opened, not a SQLite file.
+	stderr.Reset()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	assert.Equal(t, 2, run([]string{"-dsn", "postgres:/app"}, io.Discard, &stderr))
+	assert.Contains(t, stderr.String(), "cannot tell which database")
+	stderr.Reset()
+	assert.Equal(t, 2, run([]string{"-driver", "postgres", "-dsn", "host=h port=x"}, io.Discard, &stderr))
+	assert.Contains(t, stderr.String(), "not a PostgreSQL DSN")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no file was created")
 	assert.Equal(t, 0, run([]string{"-h"}, io.Discard, io.Discard))
-	_, err := parseOptions([]string{"-h"}, io.Discard)
+	_, err = parseOptions([]string{"-h"}, io.Discard)
 	assert.True(t, errors.Is(err, flag.ErrHelp))
 }

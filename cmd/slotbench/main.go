@@ -2,24 +2,40 @@
 // and with how many slots.
 //
 //	go run ./cmd/slotbench -dsn 'root@tcp(127.0.0.1:3306)/mydb'
-//	go run ./cmd/slotbench -dsn 'host=127.0.0.1 user=postgres dbname=mydb sslmode=disable'
-//	go run ./cmd/slotbench -dsn ./app.db -workers 1,4,16
+//	go run ./cmd/slotbench -dsn 'root@unix(/run/mysqld/mysqld.sock)/mydb'
+//	go run ./cmd/slotbench -dsn 'host=/var/run/postgresql user=postgres dbname=mydb'
+//	go run ./cmd/slotbench -dsn 'postgres://postgres@127.0.0.1:5432/mydb?sslmode=disable'
+//	go run ./cmd/slotbench -driver sqlite -dsn ./app.db -workers 1,4,16
 //	go run ./cmd/slotbench                       # a temporary SQLite file
 //
-// For each worker count it measures, for -duration each (and at most
-// -max-ops operations), first the single-row baseline
+// The database comes from -driver (mysql, postgres, sqlite) or from the
+// DSN's scheme (mysql://, postgres://, postgresql://, sqlite://, file:), or,
+// without either, from its form when only one database reads it; the DSN is
+// checked by that driver's own parser, and anything unclear is an error, never
+// a guess.
+//
+// For each worker count it measures the single-row baseline
 //
 //	UPDATE slotbench_<random>_rows SET n = n + 1 WHERE id = ?   -- prepared, through database/sql
 //
-// and then slotted.AddRef on one hot counter at every -slots count, from that
-// many concurrent goroutines on a pool of that many connections. Each cell
-// reports ops/s, p50/p99 latency, failed operations by kind, the plugin's
-// retries, whether the total read back equals the successful operations,
-// and the database's own evidence of row-lock waiting (InnoDB's row-lock
-// counters; PostgreSQL backends waiting on a Lock, sampled every 50 ms;
-// SQLite's busy errors). It then recommends the smallest slot count within 5%
-// of the best throughput at -expect writers, says how that compares with the
-// single-row UPDATE, and writes a chart to -svg.
+// and slotted.AddRef on one hot counter at every -slots count, from that many
+// concurrent goroutines on a pool of that many connections. Every cell runs
+// -repeat times (default 5) for -duration each (at most -max-ops operations),
+// in rounds that visit every cell once, alternately forwards and backwards, so
+// that drift in the machine's load falls on all cells alike. Each cell reports
+// the median ops/s with the spread (min..max) of its runs, p50/p99 latency,
+// failed operations by kind, the plugin's retries, whether every run's total
+// read back equals its successful operations, and the database's own evidence
+// of row-lock waiting (InnoDB's row-lock counters; PostgreSQL backends waiting
+// on a lock in the scratch tables, sampled every 50 ms; SQLite's busy errors).
+//
+// At -expect writers it recommends slots only when the gain over the
+// single-row UPDATE exceeds the measured spread, and then the fewest slots
+// within noise of the best; otherwise it says the difference is within noise
+// (or the single row is faster): keep the single column. On SQLite the answer
+// is no: one writer at a time, slots cannot help. A chart with error bars goes
+// to -svg. With the defaults (4 worker counts × 7 cells × 5 runs × 1 s) a
+// sweep takes about 4 minutes.
 //
 // It touches only two scratch tables of its own, slotbench_<random>_counters
 // and slotbench_<random>_rows, and drops them at the end, also after an error
@@ -27,7 +43,8 @@
 // behind). PostgreSQL's default max_connections of 100 allows about 90
 // workers; slotbench checks the server's limit before starting.
 //
-// Exit status: 0 done, 1 error, 2 bad flags, 130 interrupted.
+// Exit status: 0 done, 1 error, 2 bad flags (a DSN that does not parse
+// included), 130 interrupted.
 package main
 
 import (
@@ -113,16 +130,18 @@ func sweepAndReport(ctx context.Context, opts Options, stdout, stderr io.Writer)
 	}
 	defer s.close()
 	if !opts.Quiet {
-		fmt.Fprintf(stderr, "slotbench: %s database, scratch tables %s*, %d cells of %v\n",
-			s.target.dialect, s.prefix, len(opts.Workers)*(1+len(opts.Slots)), opts.Duration)
-		s.progress = func(done, total int, c Cell, elapsed, eta time.Duration) {
+		cells := len(opts.Workers) * (1 + len(opts.Slots))
+		fmt.Fprintf(stderr, "slotbench: %s database, scratch tables %s*, %d cells × %d runs of %v, interleaved\n",
+			s.target.dialect, s.prefix, cells, opts.Repeat, opts.Duration)
+		s.notice = func(msg string) { fmt.Fprintln(stderr, "slotbench:", msg) }
+		s.progress = func(p progress) {
 			what := methodSingleRow
-			if c.Slots > 0 {
-				what = plural(c.Slots, "slot")
+			if p.Cell.Slots > 0 {
+				what = plural(p.Cell.Slots, "slot")
 			}
-			fmt.Fprintf(stderr, "[%*d/%d] workers %4d, %-10s %10s ops/s  p99 %-8s elapsed %v, ETA %v\n",
-				len(fmt.Sprint(total)), done, total, c.Workers, what, fmtRate(c.OpsPerSec), fmtLatency(c.P99Ms),
-				roundDur(elapsed), roundDur(eta))
+			fmt.Fprintf(stderr, "[%*d/%d] round %d, workers %4d, %-10s %10s ops/s  elapsed %v, ETA %v\n",
+				len(fmt.Sprint(p.Total)), p.Done, p.Total, p.Round, p.Cell.Workers, what, fmtRate(p.Run.OpsPerSec),
+				roundDur(p.Elapsed), roundDur(p.ETA))
 		}
 	}
 	res, runErr := s.Run(ctx)

@@ -5,103 +5,200 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-func cands(pairs ...float64) []Candidate {
-	var out []Candidate
-	for i := 0; i+1 < len(pairs); i += 2 {
-		out = append(out, Candidate{Slots: int(pairs[i]), OpsPerSec: pairs[i+1], Exact: true})
+// runsOf builds a cell from the ops/s of its runs, as the sweep would.
+func runsOf(workers, slots int, rates ...float64) Cell {
+	c := Cell{Workers: workers, Slots: slots, Method: methodSlotted}
+	if slots == 0 {
+		c.Method = methodSingleRow
 	}
-	return out
+	for i, r := range rates {
+		c.add(&measured{sample: Sample{Round: i + 1, Ops: int64(r), Seconds: 1, OpsPerSec: r, Total: int64(r), Exact: true,
+			StoppedBy: "duration"}})
+	}
+	return c
 }
 
-func TestRecommendSmallestWithinTolerance(t *testing.T) {
-	r := recommend(64, 1000, cands(256, 10000, 1, 1500, 16, 9600, 64, 9900, 4, 6000))
-	assert.Equal(t, 256, r.BestSlots)
-	assert.Equal(t, 10000.0, r.BestOpsPerSec)
-	assert.Equal(t, 16, r.Slots, "9600 is within 5% of 10000; order of input doesn't matter")
-	assert.Equal(t, 9600.0, r.OpsPerSec)
-	assert.InDelta(t, 9.6, r.SpeedUp, 1e-9)
+// cand is a candidate from the ops/s of its runs, one per round in order.
+func cand(slots int, rates ...float64) Candidate {
+	c := runsOf(1, slots, rates...)
+	return candidateOf(c)
+}
+
+func TestSpread(t *testing.T) {
+	m, lo, hi := spread([]float64{5, 1, 3})
+	assert.Equal(t, []float64{3, 1, 5}, []float64{m, lo, hi})
+	m, lo, hi = spread([]float64{4, 1, 3, 10})
+	assert.Equal(t, []float64{3.5, 1, 10}, []float64{m, lo, hi}, "even count: the mean of the middle two")
+	m, lo, hi = spread(nil)
+	assert.Equal(t, []float64{0, 0, 0}, []float64{m, lo, hi})
+}
+
+func TestRecommendClearGain(t *testing.T) {
+	base := cand(0, 1000, 1100, 950)
+	r := recommend(dialectPostgres, 64, base, []Candidate{
+		cand(1, 1050, 980, 1120),      // no better than the baseline
+		cand(16, 5000, 5600, 5300),    // clearly better, but below the plateau
+		cand(64, 9200, 9900, 9500),    // overlaps the best: within noise of it
+		cand(256, 9800, 10300, 10000), // the best median
+		cand(1024, 9600, 10100, 9900), // within noise too
+	})
+	assert.Equal(t, verdictUse, r.Verdict)
 	assert.True(t, r.PaysOff)
-	assert.True(t, r.AtLargest, "the best was the largest slot count tried")
-	assert.Contains(t, r.Summary, "use 16 slots")
-	assert.Contains(t, r.Summary, "×9.60")
+	assert.Equal(t, 256, r.BestSlots)
+	assert.Equal(t, []int{64, 256, 1024}, r.NearBest)
+	assert.Equal(t, 64, r.Slots, "the fewest slots near the best")
+	assert.Equal(t, 9500.0, r.OpsPerSec)
+	assert.Equal(t, 9200.0, r.Low)
+	assert.Equal(t, 9900.0, r.High)
+	assert.InDelta(t, 9.5, r.SpeedUp, 1e-9)
+	assert.False(t, r.AtLargest)
+	assert.Contains(t, r.Summary, "use 64 slots: 9,500 ops/s (9,200–9,900), ×9.50 the single-row UPDATE's 1,000 ops/s (950–1,100)")
+	assert.Contains(t, r.Summary, "64, 256, 1024 slots come within 10% of the best (256 slots at 10,000 ops/s (9,800–10,300)) round by round")
+}
+
+// TestRecommendOverlapIsNoGain: when the best's spread overlaps the
+// baseline's, however much higher its median, there is no recommendation.
+func TestRecommendOverlapIsNoGain(t *testing.T) {
+	base := cand(0, 900, 1500, 1000)
+	r := recommend(dialectMySQL, 8, base, []Candidate{cand(4, 1100, 1300, 1250), cand(16, 1000, 1450, 1400)})
+	assert.Equal(t, verdictWithinNoise, r.Verdict)
+	assert.False(t, r.PaysOff)
+	assert.Zero(t, r.Slots, "no slot count is recommended")
+	assert.Equal(t, 16, r.BestSlots)
+	assert.InDelta(t, 1.4, r.SpeedUp, 1e-9)
+	assert.Contains(t, r.Summary, "At 8 concurrent writers: within noise, keep the single column. The best, 16 slots at 1,400 ops/s "+
+		"(1,000–1,450), is ×1.40 the single-row UPDATE's 1,000 ops/s (900–1,500), but their runs overlap")
+
+	// A 2% gain with runs that happen to agree closely is still within the noise floor.
+	r = recommend(dialectMySQL, 8, cand(0, 1000, 1001, 1002), []Candidate{cand(4, 1020, 1021, 1022)})
+	assert.Equal(t, verdictWithinNoise, r.Verdict)
+	// 10% with tight runs is beyond it.
+	r = recommend(dialectMySQL, 8, cand(0, 1000, 1001, 1002), []Candidate{cand(4, 1100, 1101, 1102)})
+	assert.Equal(t, verdictUse, r.Verdict)
+	assert.Equal(t, 4, r.Slots)
+}
+
+// TestRecommendNearBestRoundByRound: nearness to the best is judged within
+// rounds. A round the machine slowed down for everyone does not make a cell
+// look far from the best, and a cell whose spread overlaps the best's only
+// because of such a round is not near it when it is 35% slower in the others.
+func TestRecommendNearBestRoundByRound(t *testing.T) {
+	base := cand(0, 1000, 600, 1000)
+	r := recommend(dialectPostgres, 32, base, []Candidate{
+		cand(16, 6500, 7000, 6600),    // inside the best's spread, but ×1.5 slower in rounds 1 and 3
+		cand(64, 9500, 4800, 9600),    // 5% below the best in every round, the slow one included
+		cand(256, 10000, 5000, 10100), // the best; round 2 was slow for everyone
+	})
+	assert.Equal(t, verdictUse, r.Verdict)
+	assert.Equal(t, []int{64, 256}, r.NearBest)
+	assert.Equal(t, 64, r.Slots)
+}
+
+func TestRecommendPickClearsBaseline(t *testing.T) {
+	// 1 slot is near the best but not clear of the baseline: the
+	// recommendation is the fewest slots that are both.
+	base := cand(0, 900, 1000, 1100)
+	r := recommend(dialectPostgres, 8, base, []Candidate{cand(1, 1050, 1550, 1500), cand(4, 1450, 1600, 1550), cand(8, 1500, 1700, 1600)})
+	assert.Equal(t, verdictUse, r.Verdict)
+	assert.Equal(t, []int{1, 4, 8}, r.NearBest)
+	assert.Equal(t, 4, r.Slots)
+	assert.True(t, r.AtLargest)
 	assert.Contains(t, r.Summary, "larger -slots")
 }
 
-func TestRecommendBoundary(t *testing.T) {
-	r := recommend(8, 10, cands(1, 95, 2, 100))
-	assert.Equal(t, 1, r.Slots, "exactly 5% below the best is within 5%")
-	r = recommend(8, 10, cands(1, 94.99, 2, 100))
-	assert.Equal(t, 2, r.Slots, "just over 5% below is not")
+func TestRecommendSlower(t *testing.T) {
+	r := recommend(dialectMySQL, 8, cand(0, 30000, 31000, 29500), []Candidate{cand(1, 20000, 21000, 20500), cand(4, 25000, 25500, 26000)})
+	assert.Equal(t, verdictSlower, r.Verdict)
+	assert.False(t, r.PaysOff)
+	assert.Zero(t, r.Slots)
+	assert.Equal(t, 4, r.BestSlots)
+	assert.Less(t, r.SpeedUp, 1.0)
+	assert.Contains(t, r.Summary, "keep the single column. The best, 4 slots at 25,500 ops/s (25,000–26,000), is slower than the single-row UPDATE's 30,000 ops/s (29,500–31,000)")
+}
+
+func TestRecommendSQLiteSaysNo(t *testing.T) {
+	r := recommend(dialectSQLite, 8, cand(0, 1000, 1010, 990), []Candidate{cand(4, 3000, 3100, 2900)})
+	assert.Equal(t, verdictSQLite, r.Verdict)
+	assert.False(t, r.PaysOff, "even a measured gain: one writer at a time")
+	assert.Zero(t, r.Slots)
+	assert.Contains(t, r.Summary, "No: SQLite lets one writer in at a time")
+	assert.Contains(t, r.Summary, "slots cannot help")
+}
+
+func TestRecommendOneRun(t *testing.T) {
+	r := recommend(dialectPostgres, 8, cand(0, 1000), []Candidate{cand(4, 9000)})
+	assert.Equal(t, verdictFewRuns, r.Verdict)
+	assert.Zero(t, r.Slots)
+	assert.Contains(t, r.Summary, "-repeat 3")
 }
 
 func TestRecommendTies(t *testing.T) {
-	r := recommend(8, 100, cands(8, 500, 4, 500, 16, 500))
+	r := recommend(dialectPostgres, 8, cand(0, 100, 100, 100), []Candidate{cand(8, 500, 500, 500), cand(4, 500, 500, 500), cand(16, 500, 500, 500)})
 	assert.Equal(t, 4, r.Slots, "equal throughput: the fewest slots")
 	assert.Equal(t, 4, r.BestSlots)
 	assert.False(t, r.AtLargest)
 }
 
-func TestRecommendBaselineWins(t *testing.T) {
-	r := recommend(8, 30000, cands(1, 20000, 4, 25000, 16, 25400))
-	assert.False(t, r.PaysOff)
-	assert.Equal(t, 4, r.Slots)
-	assert.Less(t, r.SpeedUp, 1.0)
-	assert.Contains(t, r.Summary, "don't pay off")
-	assert.Contains(t, r.Summary, "Keep the single column")
-
-	r = recommend(8, 1000, cands(4, 1000))
-	assert.False(t, r.PaysOff, "equal to the baseline is no gain")
-
-	r = recommend(8, 1000, cands(4, 1040))
-	assert.False(t, r.PaysOff, "4% faster is within the noise")
-	assert.Contains(t, r.Summary, "within the 5% noise")
-
-	r = recommend(8, 1000, cands(4, 1060))
-	assert.True(t, r.PaysOff)
-}
-
 func TestRecommendEmptyAndBadData(t *testing.T) {
-	r := recommend(64, 1000, nil)
-	assert.Equal(t, 0, r.Slots)
-	assert.False(t, r.PaysOff)
+	r := recommend(dialectMySQL, 64, cand(0, 1000, 1000), nil)
+	assert.Equal(t, verdictNoData, r.Verdict)
+	assert.Zero(t, r.Slots)
 	assert.Contains(t, r.Summary, "no recommendation")
 
-	r = recommend(64, 1000, cands(4, 0, 8, math.NaN(), 16, math.Inf(1)))
-	assert.Equal(t, 0, r.Slots, "zero, NaN and Inf measurements are unusable")
+	bad := []Candidate{cand(4, 0, 0), {Slots: 8, Median: math.NaN(), Runs: 2, Exact: true}, {Slots: 16, Median: math.Inf(1), Runs: 2, Exact: true}}
+	r = recommend(dialectMySQL, 64, cand(0, 1000, 1000), bad)
+	assert.Equal(t, verdictNoData, r.Verdict, "zero, NaN and Inf measurements are unusable")
 
-	r = recommend(64, 1000, []Candidate{{Slots: 4, OpsPerSec: 9000, Exact: false}, {Slots: 8, OpsPerSec: 5000, Exact: true}})
+	inexact := cand(4, 9000, 9100)
+	inexact.Exact = false
+	r = recommend(dialectMySQL, 64, cand(0, 1000, 1010), []Candidate{inexact, cand(8, 5000, 5100)})
 	assert.Equal(t, 8, r.Slots, "an inexact cell is never recommended")
 	assert.Equal(t, 1, r.Excluded)
 	assert.Contains(t, r.Summary, "not exact")
 
-	r = recommend(64, 0, cands(4, 5000))
+	r = recommend(dialectMySQL, 64, Candidate{}, []Candidate{cand(4, 5000, 5100)})
+	assert.Equal(t, verdictNoBaseline, r.Verdict)
 	assert.Equal(t, 4, r.Slots)
 	assert.False(t, r.PaysOff, "nothing to compare with")
-	assert.Equal(t, 0.0, r.SpeedUp)
+	assert.Zero(t, r.SpeedUp)
 	assert.Contains(t, r.Summary, "no successful updates")
 
-	r = recommend(64, math.NaN(), cands(4, 5000))
-	assert.Equal(t, 0.0, r.BaselineOpsPerSec)
+	r = recommend(dialectMySQL, 64, Candidate{Median: math.NaN(), Runs: 3}, []Candidate{cand(4, 5000, 5100)})
+	assert.Zero(t, r.BaselineOpsPerSec)
 }
 
 func TestRecommendFor(t *testing.T) {
 	cells := []Cell{
-		{Workers: 8, Slots: 0, OpsPerSec: 100},
-		{Workers: 8, Slots: 4, OpsPerSec: 900, Exact: true},
-		{Workers: 64, Slots: 0, OpsPerSec: 200},
-		{Workers: 64, Slots: 4, OpsPerSec: 400, Exact: true},
-		{Workers: 64, Slots: 16, OpsPerSec: 1000, Exact: true},
+		runsOf(8, 0, 100, 110, 90),
+		runsOf(8, 4, 900, 950, 880),
+		runsOf(64, 0, 200, 210, 190),
+		runsOf(64, 4, 400, 420, 380),
+		runsOf(64, 16, 1000, 1040, 980),
 	}
-	r := recommendFor(cells, 64)
+	r := recommendFor(cells, 64, dialectPostgres)
 	assert.Equal(t, 64, r.Workers)
 	assert.Equal(t, 16, r.Slots)
 	assert.Equal(t, 200.0, r.BaselineOpsPerSec)
+	assert.Equal(t, 190.0, r.BaselineLow)
 	assert.InDelta(t, 5, r.SpeedUp, 1e-9)
-	r = recommendFor(cells, 8)
+	r = recommendFor(cells, 8, dialectPostgres)
 	assert.Equal(t, 4, r.Slots)
 	assert.False(t, r.AtLargest, "one slot count is no evidence of a trend")
+}
+
+func TestCellAdd(t *testing.T) {
+	c := runsOf(8, 4, 300, 100, 200)
+	require.Len(t, c.Runs, 3)
+	assert.Equal(t, []float64{200, 100, 300}, []float64{c.OpsPerSec, c.Low, c.High})
+	assert.Equal(t, int64(600), c.Ops)
+	assert.True(t, c.Exact)
+	c.add(&measured{sample: Sample{Round: 4, Ops: 10, OpsPerSec: 10, Total: 9, StoppedBy: "max-ops"}})
+	assert.False(t, c.Exact, "one inexact run makes the cell inexact")
+	assert.Equal(t, "max-ops", c.StoppedBy)
+	assert.Equal(t, 150.0, c.OpsPerSec)
 }
 
 func TestFmtRate(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 var evidenceNote = map[string]string{
 	dialectMySQL: "lock evidence: deltas of SHOW GLOBAL STATUS Innodb_row_lock_waits, Innodb_row_lock_time (ms) " +
 		"and Innodb_deadlocks across the cell (server-wide)",
-	dialectPostgres: "lock evidence: backends waiting on a lock (pg_stat_activity wait_event_type = 'Lock'), sampled every " +
-		"50 ms; mean and max; pg_stat_database.deadlocks delta",
+	dialectPostgres: "lock evidence: backends waiting on a lock inside a statement on the scratch tables (diagnose.LockWaits: " +
+		"pg_stat_activity, pg_locks), sampled every 50 ms; mean and max; pg_stat_database.deadlocks delta",
 	dialectSQLite: "lock evidence: SQLITE_BUSY seen (errors returned plus busy conflicts the plugin retried); " +
 		"SQLite has one writer at a time",
 }
@@ -24,8 +24,9 @@ var evidenceNote = map[string]string{
 func writeTable(w io.Writer, res *Result) error {
 	s := res.Settings
 	var b strings.Builder
-	fmt.Fprintf(&b, "slotbench on %s: %d worker counts × (single-row + %d slot counts), %s per cell\n",
-		res.Database, len(s.Workers), len(s.Slots), strconv.FormatFloat(s.DurationSeconds, 'f', -1, 64)+"s")
+	fmt.Fprintf(&b, "slotbench on %s: %d worker counts × (single-row + %d slot counts) × %s of %s, interleaved\n",
+		res.Database, len(s.Workers), len(s.Slots), plural(s.Repeat, "run"), strconv.FormatFloat(s.DurationSeconds, 'f', -1, 64)+"s")
+	b.WriteString("ops/s: the median of a cell's runs; spread: their min–max; vs 1-row: medians' ratio\n")
 	fmt.Fprintf(&b, "baseline: %s\n", s.Baseline)
 	fmt.Fprintf(&b, "slotted:  slotted.AddRef(db, Ref{...}, 1) on one hot counter, plugin retries %d\n", s.PluginRetries)
 	if note := evidenceNote[res.Database.Dialect]; note != "" {
@@ -33,8 +34,8 @@ func writeTable(w io.Writer, res *Result) error {
 	}
 	b.WriteString("\n")
 
-	header := []string{"workers", "slots", "ops/s", "vs 1-row", "p50", "p99", "errors", "retries", "lock evidence", "exact"}
-	right := []bool{true, false, true, true, true, true, false, true, false, false}
+	header := []string{"workers", "slots", "ops/s", "spread", "vs 1-row", "p50", "p99", "errors", "retries", "lock evidence", "exact"}
+	right := []bool{true, false, true, true, true, true, true, false, true, false, false}
 	rows := [][]string{header}
 	var notes []string
 	baseline := map[int]float64{}
@@ -53,10 +54,12 @@ func writeTable(w io.Writer, res *Result) error {
 			}
 		}
 		exact := "yes"
-		if !c.Exact {
-			exact = fmt.Sprintf("NO (%d of %d)", c.Total, c.Ops)
-			notes = append(notes, fmt.Sprintf("%d workers, %s slots: the total read back is %d, but %d increments succeeded",
-				c.Workers, slots, c.Total, c.Ops))
+		for _, r := range c.Runs {
+			if !r.Exact {
+				exact = "NO"
+				notes = append(notes, fmt.Sprintf("%d workers, %s slots, round %d: the total read back is %d, but %d increments succeeded",
+					c.Workers, slots, r.Round, r.Total, r.Ops))
+			}
 		}
 		if c.StoppedBy == "max-ops" {
 			exact += " (max-ops)"
@@ -64,7 +67,7 @@ func writeTable(w io.Writer, res *Result) error {
 		if c.Errors.FirstOther != "" {
 			notes = append(notes, fmt.Sprintf("%d workers, %s slots: first other error: %s", c.Workers, slots, c.Errors.FirstOther))
 		}
-		rows = append(rows, []string{strconv.Itoa(c.Workers), slots, fmtRate(c.OpsPerSec), vs,
+		rows = append(rows, []string{strconv.Itoa(c.Workers), slots, fmtRate(c.OpsPerSec), fmtRate(c.Low) + "–" + fmtRate(c.High), vs,
 			fmtLatency(c.P50Ms), fmtLatency(c.P99Ms), c.Errors.String(), retries, c.Evidence.String(), exact})
 	}
 	writeAligned(&b, rows, right)
@@ -79,9 +82,6 @@ func writeTable(w io.Writer, res *Result) error {
 	}
 	if len(res.Cells) > 0 {
 		fmt.Fprintf(&b, "\n%s\n", res.Recommendation.Summary)
-		if !res.Recommendation.PaysOff && res.Database.Dialect == dialectSQLite {
-			b.WriteString("SQLite lets one writer in at a time, whatever the row: spreading a counter over rows cannot add concurrency there.\n")
-		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ type Result struct {
 type Settings struct {
 	Slots           []int   `json:"slots"`
 	Workers         []int   `json:"workers"`
+	Repeat          int     `json:"repeat"` // runs per cell, interleaved
 	DurationSeconds float64 `json:"duration_seconds"`
 	MaxOps          int64   `json:"max_ops"`
 	Expect          int     `json:"expect"`
@@ -47,9 +49,14 @@ type Settings struct {
 // fastest way to send it, so the plugin is compared against the best case.
 const baselineSQL = "UPDATE %s SET n = n + 1 WHERE id = ?"
 
-// progressFunc is told about each finished cell: done of total, wall time so
-// far and an estimate of the time left.
-type progressFunc func(done, total int, c Cell, elapsed, eta time.Duration)
+// progress is told about each finished run: done of total runs, the round,
+// the run and its cell so far, wall time so far and an estimate of the time left.
+type progress struct {
+	Done, Total, Round int
+	Cell               Cell
+	Run                Sample
+	Elapsed, ETA       time.Duration
+}
 
 // sweep runs every cell on scratch tables named prefix+"counters" (the
 // plugin's) and prefix+"rows" (the baseline's), and drops them at the end.
@@ -57,26 +64,30 @@ type sweep struct {
 	opts     Options
 	target   *target
 	prefix   string
-	progress progressFunc
-	// onLoad, when set, is called as each cell's timed load starts (tests
+	progress func(progress)
+	// onLoad, when set, is called as each run's timed load starts (tests
 	// interrupt a sweep mid-cell with it).
-	onLoad func(workers, slots int)
+	onLoad func(workers, slots, round int)
+	// notice, when set, is told about a run tried again.
+	notice func(string)
+	// runOne measures one run; runCell, but tests replace it.
+	runOne       func(ctx context.Context, workers, slots, round int) (*measured, error)
+	connectPause time.Duration
 
 	admin *gorm.DB // small pool for set-up, probes, read-backs and cleanup
 	probe probe
 }
 
 // newSweep prepares a sweep of opts.DSN; close removes a temporary SQLite
-// file, if one was made. The run's PostgreSQL sessions are named after its
-// prefix, so the lock sampler counts this run's backends only, not those of
-// another slotbench running beside it.
+// file, if one was made.
 func newSweep(opts Options) (*sweep, error) {
-	prefix := scratchPrefix()
-	t, err := newTarget(opts.DSN, strings.TrimSuffix(prefix, "_"))
+	t, err := newTarget(opts.Driver, opts.DSN)
 	if err != nil {
 		return nil, err
 	}
-	return &sweep{opts: opts, target: t, prefix: prefix}, nil
+	s := &sweep{opts: opts, target: t, prefix: scratchPrefix(), connectPause: connectPause}
+	s.runOne = s.runCell
+	return s, nil
 }
 
 func (s *sweep) close() { s.target.cleanup() }
@@ -101,7 +112,7 @@ func (s *sweep) open(conns int) (*gorm.DB, error) {
 		SkipDefaultTransaction: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connecting: %w", err)
+		return nil, fmt.Errorf("%w: %w", errConnect, err)
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
@@ -118,13 +129,20 @@ func closeDB(db *gorm.DB) {
 	}
 }
 
-// Run measures every cell. On an error or a cancelled ctx it returns the cells
-// finished so far with the error; the scratch tables are dropped in every case
-// (with a fresh context, since ctx may be the one that ended).
+// cellKey names a cell: a worker count and a slot count (0: the baseline).
+type cellKey struct{ workers, slots int }
+
+// Run measures every cell opts.Repeat times, in rounds: each round runs every
+// cell once, in the opposite order from the round before, so that drift in
+// the machine's load (other programs, the database's own background work)
+// falls on every cell alike rather than on the ones measured last. On an error
+// or a cancelled ctx it returns the cells measured so far with the error; the
+// scratch tables are dropped in every case (with a fresh context, since ctx
+// may be the one that ended).
 func (s *sweep) Run(ctx context.Context) (res *Result, err error) {
 	o := s.opts
 	res = &Result{Settings: Settings{
-		Slots: o.Slots, Workers: o.Workers, DurationSeconds: o.Duration.Seconds(), MaxOps: o.MaxOps,
+		Slots: o.Slots, Workers: o.Workers, Repeat: o.Repeat, DurationSeconds: o.Duration.Seconds(), MaxOps: o.MaxOps,
 		Expect: o.Expect, ExpectRequested: o.ExpectRequested, PluginRetries: o.Retries,
 		Baseline:      "prepared " + fmt.Sprintf(baselineSQL, s.rowsTable()) + " (database/sql *sql.Stmt, id = 1)",
 		ScratchPrefix: s.prefix,
@@ -148,35 +166,92 @@ func (s *sweep) Run(ctx context.Context) (res *Result, err error) {
 	if err := s.createTables(ctx); err != nil {
 		return res, err
 	}
-	s.probe = newProbe(s.target.dialect, s.admin, s.target.appName)
+	s.probe = newProbe(s.target.dialect, s.admin, []string{s.countersTable(), s.rowsTable()})
 
-	total := len(o.Workers) * (1 + len(o.Slots))
-	start := time.Now()
+	var order []cellKey
 	for _, w := range o.Workers {
 		for _, slots := range append([]int{0}, o.Slots...) {
-			c, err := s.runCell(ctx, w, slots)
+			order = append(order, cellKey{w, slots})
+		}
+	}
+	cells := make(map[cellKey]*Cell, len(order))
+	finish := func() {
+		res.Cells = res.Cells[:0]
+		for _, k := range order {
+			if c := cells[k]; c != nil {
+				res.Cells = append(res.Cells, *c)
+			}
+		}
+		res.Recommendation = recommendFor(res.Cells, o.Expect, s.target.dialect)
+	}
+	total, done := len(order)*o.Repeat, 0
+	start := time.Now()
+	for round := 1; round <= o.Repeat; round++ {
+		seq := slices.Clone(order)
+		if round%2 == 0 {
+			slices.Reverse(seq)
+		}
+		for _, k := range seq {
+			m, err := s.measure(ctx, k, round)
 			if err != nil {
-				res.Recommendation = recommendFor(res.Cells, o.Expect)
+				finish()
 				what := "single-row baseline"
-				if slots > 0 {
-					what = fmt.Sprintf("%d slots", slots)
+				if k.slots > 0 {
+					what = fmt.Sprintf("%d slots", k.slots)
 				}
 				if ctx.Err() != nil {
-					return res, fmt.Errorf("interrupted during %d workers, %s: %w", w, what, ctx.Err())
+					return res, fmt.Errorf("interrupted during %d workers, %s (round %d): %w", k.workers, what, round, ctx.Err())
 				}
-				return res, fmt.Errorf("%d workers, %s: %w", w, what, err)
+				return res, fmt.Errorf("%d workers, %s (round %d): %w", k.workers, what, round, err)
 			}
-			res.Cells = append(res.Cells, c)
+			c := cells[k]
+			if c == nil {
+				c = &Cell{Workers: k.workers, Slots: k.slots, Method: m.method}
+				cells[k] = c
+			}
+			c.add(m)
+			done++
 			if s.progress != nil {
-				done := len(res.Cells)
 				elapsed := time.Since(start)
 				eta := time.Duration(float64(elapsed) / float64(done) * float64(total-done))
-				s.progress(done, total, c, elapsed, eta)
+				s.progress(progress{Done: done, Total: total, Round: round, Cell: *c, Run: m.sample, Elapsed: elapsed, ETA: eta})
 			}
 		}
 	}
-	res.Recommendation = recommendFor(res.Cells, o.Expect)
+	finish()
 	return res, nil
+}
+
+// errConnect marks a run that failed while opening its connections, before
+// anything was measured or written, so that it can be run again.
+var errConnect = errors.New("connecting")
+
+// A run that cannot connect is tried connectTries times in all, waiting
+// connectPause, then twice that, and so on, in between (18 s at most).
+const (
+	connectTries = 4
+	connectPause = 3 * time.Second
+)
+
+// measure runs one run of a cell, and runs it again when it could not open
+// its connections: on a shared server other clients come and go (PostgreSQL's
+// "too many clients" when they hold most of max_connections for a moment).
+func (s *sweep) measure(ctx context.Context, k cellKey, round int) (*measured, error) {
+	for try := 1; ; try++ {
+		m, err := s.runOne(ctx, k.workers, k.slots, round)
+		if err == nil || !errors.Is(err, errConnect) || try == connectTries || ctx.Err() != nil {
+			return m, err
+		}
+		pause := time.Duration(try) * s.connectPause
+		if s.notice != nil {
+			s.notice(fmt.Sprintf("%d workers, %d slots (round %d): %v; trying again in %v", k.workers, k.slots, round, err, pause))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+	}
 }
 
 // createTables creates the baseline's row table with rows 1 (measured) and
@@ -215,17 +290,28 @@ func (s *sweep) dropTables() error {
 	return errors.Join(errs...)
 }
 
-// runCell measures one cell on a pool of its own sized to the workers.
-func (s *sweep) runCell(ctx context.Context, workers, slots int) (Cell, error) {
-	c := Cell{Workers: workers, Slots: slots, Method: methodSingleRow}
+// measured is one run of a cell, with what Cell.add folds into the cell.
+type measured struct {
+	method    string
+	sample    Sample
+	hist      histogram
+	errs      Errors
+	retries   uint64
+	conflicts map[string]uint64
+	evidence  Evidence
+}
+
+// runCell measures one run of a cell on a pool of its own sized to the workers.
+func (s *sweep) runCell(ctx context.Context, workers, slots, round int) (*measured, error) {
+	m := &measured{method: methodSingleRow, sample: Sample{Round: round}}
 	db, err := s.open(workers)
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 	defer closeDB(db)
 	sqlDB, err := db.DB()
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 
 	var (
@@ -234,10 +320,10 @@ func (s *sweep) runCell(ctx context.Context, workers, slots int) (Cell, error) {
 		afterCell func(context.Context) error
 	)
 	if slots == 0 {
-		// The baseline: the row is set back to 0 so its n is this cell's count.
+		// The baseline: the row is set back to 0 so its n is this run's count.
 		table := clause.Table{Name: s.rowsTable()}
 		if err := s.admin.WithContext(ctx).Exec("UPDATE ? SET n = 0 WHERE id = 1", table).Error; err != nil {
-			return c, err
+			return nil, err
 		}
 		query := fmt.Sprintf(baselineSQL, db.Statement.Quote(s.rowsTable()))
 		if s.target.dialect == dialectPostgres {
@@ -245,7 +331,7 @@ func (s *sweep) runCell(ctx context.Context, workers, slots int) (Cell, error) {
 		}
 		stmt, err := sqlDB.PrepareContext(ctx, query)
 		if err != nil {
-			return c, fmt.Errorf("preparing the baseline UPDATE: %w", err)
+			return nil, fmt.Errorf("preparing the baseline UPDATE: %w", err)
 		}
 		defer stmt.Close()
 		op = func(ctx context.Context) error { _, err := stmt.ExecContext(ctx, 1); return err }
@@ -256,7 +342,7 @@ func (s *sweep) runCell(ctx context.Context, workers, slots int) (Cell, error) {
 			return n, err
 		}
 	} else {
-		c.Method = methodSlotted
+		m.method = methodSlotted
 		retries := s.opts.Retries
 		if retries == 0 {
 			retries = -1 // Config.MaxRetries: 0 means the default, -1 none
@@ -265,16 +351,16 @@ func (s *sweep) runCell(ctx context.Context, workers, slots int) (Cell, error) {
 			Slots: slots, Table: s.countersTable(), MaxRetries: retries,
 			DisableAutoFill: true, DisableAutoMigrate: true, // the admin pool migrated it
 		})); err != nil {
-			return c, err
+			return nil, err
 		}
-		// A fresh counter per cell starts at 0, so its total is this cell's count.
-		ref := slotted.Ref{Type: "slotbench", ID: fmt.Sprintf("w%d.s%d", workers, slots)}
+		// A fresh counter per run starts at 0, so its total is this run's count.
+		ref := slotted.Ref{Type: "slotbench", ID: fmt.Sprintf("w%d.s%d.r%d", workers, slots, round)}
 		warmRef := slotted.Ref{Type: "slotbench.warmup", ID: ref.ID}
 		op = func(ctx context.Context) error { return slotted.AddRef(db.WithContext(ctx), ref, 1) }
 		warm = func(ctx context.Context) error { return slotted.AddRef(db.WithContext(ctx), warmRef, 1) }
 		readBack = func(ctx context.Context) (int64, error) { return slotted.CountRef(s.admin.WithContext(ctx), ref) }
-		// Remove the cell's slot rows so the table stays small and every
-		// cell starts from the same state.
+		// Remove the run's slot rows so the table stays small and every
+		// run starts from the same state.
 		afterCell = func(ctx context.Context) error {
 			return s.admin.WithContext(ctx).Exec("DELETE FROM ? WHERE record_type IN (?, ?) AND record_id = ?",
 				clause.Table{Name: s.countersTable()}, ref.Type, warmRef.Type, ref.ID).Error
@@ -282,52 +368,53 @@ func (s *sweep) runCell(ctx context.Context, workers, slots int) (Cell, error) {
 	}
 
 	if err := openConns(ctx, sqlDB, workers); err != nil {
-		return c, err
+		return nil, fmt.Errorf("%w: %w", errConnect, err)
 	}
 	if err := warmUp(ctx, workers, warm); err != nil {
-		return c, fmt.Errorf("warm-up: %w", err)
+		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	statsBefore := slotted.Stats{}
 	if slots > 0 {
 		if statsBefore, err = slotted.StatsOf(db); err != nil {
-			return c, err
+			return nil, err
 		}
 	}
 	finish, err := s.probe.begin(ctx)
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 	if s.onLoad != nil {
-		s.onLoad(workers, slots)
+		s.onLoad(workers, slots, round)
 	}
 	load, err := runLoad(ctx, workers, s.opts.Duration, s.opts.MaxOps, op)
 	ev, perr := finish(ctx)
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 	if perr != nil {
-		return c, perr
+		return nil, perr
 	}
 
-	c.Ops, c.Errors, c.StoppedBy = load.ok, load.errs, load.stoppedBy
-	c.Seconds = load.elapsed.Seconds()
-	if c.Seconds > 0 {
-		c.OpsPerSec = float64(c.Ops) / c.Seconds
+	r := &m.sample
+	r.Ops, r.StoppedBy = load.ok, load.stoppedBy
+	r.Seconds = load.elapsed.Seconds()
+	if r.Seconds > 0 {
+		r.OpsPerSec = float64(r.Ops) / r.Seconds
 	}
-	c.P50Ms, c.P99Ms = ms(load.hist.quantile(0.50)), ms(load.hist.quantile(0.99))
-	var busySeen int64 = c.Errors.Busy
+	m.hist, m.errs = load.hist, load.errs
+	busySeen := m.errs.Busy
 	if slots > 0 {
 		st, err := slotted.StatsOf(db)
 		if err != nil {
-			return c, err
+			return nil, err
 		}
-		c.Retries = st.Retries - statsBefore.Retries
+		m.retries = st.Retries - statsBefore.Retries
 		for kind, n := range st.Conflicts {
 			if d := n - statsBefore.Conflicts[kind]; d > 0 {
-				if c.Conflicts == nil {
-					c.Conflicts = map[string]uint64{}
+				if m.conflicts == nil {
+					m.conflicts = map[string]uint64{}
 				}
-				c.Conflicts[kind.String()] = d
+				m.conflicts[kind.String()] = d
 				if kind == slotted.Busy {
 					busySeen += int64(d)
 				}
@@ -337,15 +424,15 @@ func (s *sweep) runCell(ctx context.Context, workers, slots int) (Cell, error) {
 	if ev.SQLite != nil {
 		ev.SQLite.Busy = busySeen
 	}
-	c.Evidence = ev
-	if c.Total, err = readBack(ctx); err != nil {
-		return c, fmt.Errorf("reading the total back: %w", err)
+	m.evidence = ev
+	if r.Total, err = readBack(ctx); err != nil {
+		return nil, fmt.Errorf("reading the total back: %w", err)
 	}
-	c.Exact = c.Total == c.Ops
+	r.Exact = r.Total == r.Ops
 	if afterCell != nil {
 		if err := afterCell(ctx); err != nil {
-			return c, err
+			return nil, err
 		}
 	}
-	return c, nil
+	return m, nil
 }

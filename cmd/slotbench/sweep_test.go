@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,9 +50,9 @@ func (d testDB) dsnFor(t *testing.T) string {
 	return d.dsn
 }
 
-func tinyOptions(dsn string) Options {
-	return Options{DSN: dsn, Slots: []int{1, 2}, Workers: []int{1, 2}, Duration: 100 * time.Millisecond,
-		Expect: 2, MaxOps: defaultMaxOps, Retries: 5, Quiet: true}
+func tinyOptions(driver, dsn string) Options {
+	return Options{Driver: driver, DSN: dsn, Slots: []int{1, 2}, Workers: []int{1, 2}, Duration: 100 * time.Millisecond,
+		Repeat: 2, Expect: 2, MaxOps: defaultMaxOps, Retries: 5, Quiet: true}
 }
 
 func openTest(t *testing.T, tg *target) *gorm.DB {
@@ -99,19 +101,23 @@ func TestSweepDropsItsTables(t *testing.T) {
 	for _, d := range testDBs(t) {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := newSweep(tinyOptions(d.dsnFor(t)))
+			s, err := newSweep(tinyOptions(d.name, d.dsnFor(t)))
 			require.NoError(t, err)
 			defer s.close()
 			db := openTest(t, s.target)
 			keep := keepTable(t, db)
 
 			var during []string
-			s.progress = func(done, total int, c Cell, elapsed, eta time.Duration) {
-				if done == 1 {
+			var order []cellKey
+			s.progress = func(p progress) {
+				if p.Done == 1 {
 					during = tablesWithPrefix(t, db, s.prefix)
 				}
-				assert.Equal(t, 6, total)
-				assert.GreaterOrEqual(t, eta, time.Duration(0))
+				order = append(order, cellKey{p.Cell.Workers, p.Cell.Slots})
+				assert.Equal(t, 12, p.Total)
+				assert.Equal(t, (p.Done+5)/6, p.Round)
+				assert.Len(t, p.Cell.Runs, p.Round, "the cell so far")
+				assert.GreaterOrEqual(t, p.ETA, time.Duration(0))
 			}
 			res, err := s.Run(context.Background())
 			require.NoError(t, err)
@@ -123,13 +129,25 @@ func TestSweepDropsItsTables(t *testing.T) {
 			assert.Equal(t, d.name, res.Database.Dialect)
 			assert.NotEmpty(t, res.Database.Version)
 			assert.False(t, res.Interrupted)
+			forwards := []cellKey{{1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}}
+			backwards := slices.Clone(forwards)
+			slices.Reverse(backwards)
+			assert.Equal(t, append(forwards, backwards...), order, "rounds alternate direction")
 			require.Len(t, res.Cells, 6)
 			for i, c := range res.Cells {
 				assert.Equal(t, []int{1, 1, 1, 2, 2, 2}[i], c.Workers)
 				assert.Equal(t, []int{0, 1, 2, 0, 1, 2}[i], c.Slots)
-				assert.True(t, c.Exact, "cell %d: total %d, ops %d", i, c.Total, c.Ops)
-				assert.Positive(t, c.Ops, "cell %d", i)
+				require.Len(t, c.Runs, 2)
+				for j, r := range c.Runs {
+					assert.Equal(t, j+1, r.Round)
+					assert.True(t, r.Exact, "cell %d run %d: total %d, ops %d", i, j, r.Total, r.Ops)
+					assert.Positive(t, r.Ops)
+				}
+				assert.True(t, c.Exact)
+				assert.Equal(t, c.Runs[0].Ops+c.Runs[1].Ops, c.Ops)
 				assert.Positive(t, c.OpsPerSec)
+				assert.LessOrEqual(t, c.Low, c.OpsPerSec)
+				assert.GreaterOrEqual(t, c.High, c.OpsPerSec)
 				assert.Zero(t, c.Errors.Other, c.Errors.FirstOther)
 				assert.Positive(t, c.P99Ms)
 				assert.GreaterOrEqual(t, c.P99Ms, c.P50Ms)
@@ -139,21 +157,23 @@ func TestSweepDropsItsTables(t *testing.T) {
 					assert.NotNil(t, c.Evidence.InnoDB)
 				case dialectPostgres:
 					require.NotNil(t, c.Evidence.Postgres)
-					assert.True(t, c.Evidence.Postgres.OwnOnly)
-					assert.Equal(t, strings.TrimSuffix(s.prefix, "_"), s.target.appName)
 					assert.Positive(t, c.Evidence.Postgres.Samples)
 				default:
 					assert.NotNil(t, c.Evidence.SQLite)
 				}
 			}
 			assert.Equal(t, 2, res.Recommendation.Workers)
+			assert.NotEmpty(t, res.Recommendation.Verdict)
 			assert.NotEmpty(t, res.Recommendation.Summary)
+			if d.name == dialectSQLite {
+				assert.Equal(t, verdictSQLite, res.Recommendation.Verdict)
+			}
 		})
 	}
 }
 
 func TestSweepMaxOps(t *testing.T) {
-	o := tinyOptions(filepath.Join(t.TempDir(), "bench.db"))
+	o := tinyOptions("", filepath.Join(t.TempDir(), "bench.db"))
 	o.Workers, o.Slots, o.MaxOps, o.Duration = []int{2}, []int{4}, 25, time.Minute
 	s, err := newSweep(o)
 	require.NoError(t, err)
@@ -163,7 +183,11 @@ func TestSweepMaxOps(t *testing.T) {
 	assert.Less(t, time.Since(start), 20*time.Second, "the op bound stops a cell long before -duration")
 	for _, c := range res.Cells {
 		assert.Equal(t, "max-ops", c.StoppedBy)
-		assert.Equal(t, int64(25), c.Ops)
+		for _, r := range c.Runs {
+			assert.Equal(t, int64(25), r.Ops)
+			assert.Equal(t, "max-ops", r.StoppedBy)
+		}
+		assert.Equal(t, int64(50), c.Ops)
 		assert.True(t, c.Exact)
 	}
 }
@@ -175,7 +199,7 @@ func TestSweepInterrupted(t *testing.T) {
 		for _, when := range []string{"mid-cell", "between cells"} {
 			t.Run(d.name+"/"+when, func(t *testing.T) {
 				t.Parallel()
-				s, err := newSweep(tinyOptions(d.dsnFor(t)))
+				s, err := newSweep(tinyOptions(d.name, d.dsnFor(t)))
 				require.NoError(t, err)
 				defer s.close()
 				db := openTest(t, s.target)
@@ -188,7 +212,7 @@ func TestSweepInterrupted(t *testing.T) {
 				if when == "mid-cell" {
 					// The baseline cell runs briefly; the plugin's cell after it
 					// would run 10 s, and is interrupted 50 ms into its load.
-					s.onLoad = func(workers, slots int) {
+					s.onLoad = func(workers, slots, round int) {
 						if slots == 1 {
 							s.opts.Duration = 10 * time.Second
 							existed = tablesWithPrefix(t, db, s.prefix)
@@ -196,7 +220,7 @@ func TestSweepInterrupted(t *testing.T) {
 						}
 					}
 				} else {
-					s.progress = func(done, total int, c Cell, elapsed, eta time.Duration) {
+					s.progress = func(progress) {
 						existed = tablesWithPrefix(t, db, s.prefix)
 						cancel()
 					}
@@ -220,7 +244,7 @@ func TestSweepInterrupted(t *testing.T) {
 // scratch tables are gone. Not parallel: the signal goes to the whole process.
 func TestRunSignal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bench.db")
-	tg, err := newTarget(path, "slotbench_test")
+	tg, err := newTarget("sqlite", path)
 	require.NoError(t, err)
 	db := openTest(t, tg)
 	keep := keepTable(t, db)
@@ -253,12 +277,14 @@ func TestRunOutputs(t *testing.T) {
 	dir := t.TempDir()
 	svg := filepath.Join(dir, "out.svg")
 	var stdout, stderr strings.Builder
-	args := []string{"-dsn", filepath.Join(dir, "bench.db"), "-slots", "1,2", "-workers", "1,2", "-duration", "50ms", "-svg", svg, "-expect", "3"}
+	args := []string{"-dsn", filepath.Join(dir, "bench.db"), "-slots", "1,2", "-workers", "1,2", "-duration", "50ms", "-svg", svg,
+		"-expect", "3", "-repeat", "2"}
 	require.Equal(t, 0, run(args, &stdout, &stderr), stderr.String())
 	assert.Contains(t, stdout.String(), "single-row")
-	assert.Contains(t, stdout.String(), "At 2 concurrent writers")
+	assert.Contains(t, stdout.String(), "× 2 runs of 0.05s, interleaved")
+	assert.Contains(t, stdout.String(), "No: SQLite lets one writer in at a time")
 	assert.Contains(t, stderr.String(), "-expect 3 was not measured; recommending for the nearest -workers value, 2")
-	assert.Contains(t, stderr.String(), "[6/6]")
+	assert.Contains(t, stderr.String(), "[12/12] round 2")
 	ids, classes, _ := svgElements(t, svg)
 	assert.Contains(t, ids, "series-w2")
 	assert.Equal(t, 2, classes["baseline"])
@@ -267,7 +293,7 @@ func TestRunOutputs(t *testing.T) {
 	stderr.Reset()
 	args = append(args, "-json", "-quiet", "-svg", "")
 	require.Equal(t, 0, run(args, &stdout, &stderr), stderr.String())
-	assert.NotContains(t, stderr.String(), "[1/6]", "-quiet: no progress")
+	assert.NotContains(t, stderr.String(), "[ 1/12]", "-quiet: no progress")
 	assert.True(t, strings.HasPrefix(stdout.String(), "{"), stdout.String())
 	assert.Contains(t, stdout.String(), fmt.Sprintf(`"dialect": %q`, dialectSQLite))
 }
@@ -288,4 +314,48 @@ func (s *syncBuilder) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestMeasureRetriesConnecting: a run that cannot open its connections (a
+// shared server's max_connections taken for a moment) is run again after a
+// pause; any other error, or the last try, ends the sweep.
+func TestMeasureRetriesConnecting(t *testing.T) {
+	s, err := newSweep(tinyOptions("sqlite", filepath.Join(t.TempDir(), "bench.db")))
+	require.NoError(t, err)
+	s.connectPause = 20 * time.Millisecond
+	var notices []string
+	s.notice = func(msg string) { notices = append(notices, msg) }
+	tries := 0
+	refused := fmt.Errorf("%w: opening connection 62 of 64: too many clients", errConnect)
+	s.runOne = func(ctx context.Context, workers, slots, round int) (*measured, error) {
+		tries++
+		if tries < 3 {
+			return nil, refused
+		}
+		return &measured{sample: Sample{Round: round}}, nil
+	}
+	start := time.Now()
+	m, err := s.measure(context.Background(), cellKey{64, 8}, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 2, m.sample.Round)
+	assert.Equal(t, 3, tries)
+	assert.GreaterOrEqual(t, time.Since(start), 3*s.connectPause, "paused 1x and 2x the pause")
+	require.Len(t, notices, 2)
+	assert.Contains(t, notices[0], "64 workers, 8 slots (round 2): connecting: opening connection 62 of 64: too many clients; trying again in 20ms")
+
+	tries = 0
+	s.runOne = func(context.Context, int, int, int) (*measured, error) {
+		tries++
+		return nil, errors.New("syntax error")
+	}
+	_, err = s.measure(context.Background(), cellKey{1, 0}, 1)
+	require.EqualError(t, err, "syntax error")
+	assert.Equal(t, 1, tries, "only connecting is tried again")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	tries = 0
+	s.runOne = func(context.Context, int, int, int) (*measured, error) { tries++; cancel(); return nil, refused }
+	_, err = s.measure(ctx, cellKey{1, 0}, 1)
+	require.ErrorIs(t, err, errConnect)
+	assert.Equal(t, 1, tries, "an interrupt is not waited out")
 }

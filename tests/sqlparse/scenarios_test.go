@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted"
+	"github.com/slotted-go/slotted/diagnose"
 )
 
 // scenario is one use of the plugin's public API whose SQL is captured and
@@ -260,20 +261,20 @@ var scenarios = []scenario{
 		want(t, db, slotted.Ref{Type: "posts.likes", ID: "1"}, 0)
 	}},
 
-	// Diagnose is in the root package; when it moves to a subpackage, change the calls here.
+	// Diagnostics live in the diagnose subpackage.
 	{name: "Diagnose: defaults", vitess: allShards, setup: seed, run: func(t *testing.T, db *gorm.DB) {
-		d, err := slotted.Diagnose(db, slotted.DiagnoseOptions{})
+		d, err := diagnose.Run(db, diagnose.Options{})
 		must(t, err)
 		if len(d.MostRows) == 0 {
 			t.Fatal("Diagnose listed no counters")
 		}
 	}},
 	{name: "Diagnose: ParentTables, RecordType, Top", vitess: allShards, setup: seed, run: func(t *testing.T, db *gorm.DB) {
-		_, err := slotted.Diagnose(db, slotted.DiagnoseOptions{ParentTables: []string{"posts"}, RecordType: "posts.likes", Top: 3})
+		_, err := diagnose.Run(db, diagnose.Options{ParentTables: []string{"posts"}, RecordType: "posts.likes", Top: 3})
 		must(t, err)
 	}},
 	{name: "Diagnose: SkipHottest", vitess: noCounterRows, setup: seed, run: func(t *testing.T, db *gorm.DB) {
-		_, err := slotted.Diagnose(db, slotted.DiagnoseOptions{SkipHottest: true})
+		_, err := diagnose.Run(db, diagnose.Options{SkipHottest: true})
 		must(t, err)
 	}},
 }
