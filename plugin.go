@@ -20,6 +20,10 @@ type Plugin struct {
 	prepared sync.Map // *sql.DB -> *stmtPool: the plugin's own prepared statements
 	stats    stats
 	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
+
+	batch      batchStatements // multi-row upserts by shape (batch.go)
+	coalescers sync.Map        // coalesceKey -> *coalescer (coalesce.go)
+	batching   batchStats
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which
@@ -111,6 +115,9 @@ type dialect struct {
 	// withoutRowID: the counter table is created WITHOUT ROWID (SQLite), so the
 	// primary key is the table rather than a second B-tree beside it.
 	withoutRowID bool
+	// valuesFunc: an upsert reads the row it tried to insert as VALUES(col)
+	// (MySQL/MariaDB's ON DUPLICATE KEY UPDATE), not as excluded.col.
+	valuesFunc bool
 }
 
 func dialectOf(d gorm.Dialector) dialect {
@@ -122,5 +129,6 @@ func dialectOf(d gorm.Dialector) dialect {
 		immediateTx:  sqlite,
 		rowCompare:   name == "postgres",
 		withoutRowID: sqlite,
+		valuesFunc:   name == "mysql",
 	}
 }
