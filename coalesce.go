@@ -44,9 +44,9 @@ type coalescer struct {
 	ephemeral bool
 
 	mu      sync.Mutex
-	busy    bool        // a leader is writing; callers queue
+	leaders int         // statements in flight (or leaders taking their batch); at MaxInFlight callers queue
 	dead    bool        // removed from p.coalescers: callers look it up again
-	pending []*waiter   // queued callers, oldest first; empty unless busy
+	pending []*waiter   // queued callers, oldest first; empty unless leaders == MaxInFlight
 	index   map[Ref]int // take's scratch: a counter's row in the batch
 }
 
@@ -125,8 +125,8 @@ func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again boo
 		c.mu.Unlock()
 		return true, nil
 	}
-	if !c.busy {
-		c.busy = true
+	if c.leaders < c.p.cfg.MaxInFlight {
+		c.leaders++
 		c.mu.Unlock()
 		err := c.p.upsertOne(db, c.key.pool, false, ref.Type, ref.ID, slots, delta)
 		c.p.batching.record(1, 1)
@@ -176,7 +176,7 @@ func (c *coalescer) lead(w *waiter) error {
 		c.mu.Unlock()
 		return err
 	}
-	rows, batch := c.take()
+	rows, batch := c.take(w)
 	c.mu.Unlock()
 
 	err := c.write(w, rows, len(batch))
@@ -212,21 +212,28 @@ func (c *coalescer) write(w *waiter, rows []batchRow, callers int) error {
 // (the rest stay queued for the next statement, which starts right after this
 // one). Callers whose context has ended are dropped with their context error.
 // A delta that would overflow its row's sum waits for the next statement.
-func (c *coalescer) take() (rows []batchRow, batch []*waiter) {
+func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 	if c.index == nil {
 		c.index = map[Ref]int{}
 	}
 	clear(c.index)
 	for _, o := range c.pending {
-		if _, ok := c.index[o.ref]; !ok && len(c.index) < c.p.cfg.MaxBatch && o.ctx.Err() == nil {
+		if o.lead && o != w {
+			continue // promoted by another leader's hand-over: it writes a batch of its own
+		}
+		if _, ok := c.index[o.ref]; !ok && len(c.index) < c.p.cfg.MaxBatch && (o == w || o.ctx.Err() == nil) {
 			c.index[o.ref] = len(c.index)
 		}
 	}
-	k := shapeFloor(len(c.index)) // >= 1: the leader is first and live
+	k := shapeFloor(len(c.index)) // >= 1: w is the oldest caller not skipped
 	rows = make([]batchRow, k)
 	keep := c.pending[:0]
 	for _, o := range c.pending {
-		if err := o.ctx.Err(); err != nil {
+		if o.lead && o != w {
+			keep = append(keep, o)
+			continue
+		}
+		if err := o.ctx.Err(); err != nil && o != w { // w checked its own before taking: it is in
 			o.state = gone
 			o.done <- err
 			c.p.batching.waiting.Add(-1)
@@ -260,17 +267,18 @@ func (c *coalescer) remove(w *waiter) {
 	}
 }
 
-// handOver ends a leader's turn (under mu): the oldest queued caller leads
-// next, or the coalescer goes idle.
+// handOver ends a leader's turn (under mu): the oldest queued caller not yet
+// promoted leads next in its place, or there is one leader fewer.
 func (c *coalescer) handOver() {
-	if len(c.pending) > 0 {
-		next := c.pending[0]
-		next.lead = true
-		next.done <- errLead
-		return
+	for _, next := range c.pending {
+		if !next.lead { // with MaxInFlight > 1 the oldest may have been promoted already
+			next.lead = true
+			next.done <- errLead
+			return
+		}
 	}
-	c.busy = false
-	if c.ephemeral {
+	c.leaders--
+	if c.leaders == 0 && c.ephemeral {
 		c.dead = true
 		c.p.coalescers.CompareAndDelete(c.key, c)
 	}

@@ -62,6 +62,12 @@ type Config struct {
 	// connection prepares at most a dozen statement shapes. Default: 128. Range: 1..1024.
 	MaxBatch int
 
+	// MaxInFlight is how many coalesced statements per pool may run at once; writes arriving while
+	// that many are in flight queue for the next one. With one, a batch waits for the previous
+	// statement's commit, so when commits wait on the disk's flush half the writers sit in the queue;
+	// a few statements in flight let the server's group commit overlap their flushes. Default: 4.
+	MaxInFlight int
+
 	// BatchTimeout bounds a coalesced statement that carries other callers' writes: it runs on a
 	// context no single caller can cancel (a caller whose context ends while queued leaves with
 	// nothing written; once its delta is in a statement it waits for the outcome). Default: 30s.
@@ -97,6 +103,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > maxBatchRows {
 		return c, fmt.Errorf("%w: MaxBatch %d not in 1..%d", ErrInvalidConfig, c.MaxBatch, maxBatchRows)
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 4
+	}
+	if c.MaxInFlight < 1 {
+		return c, fmt.Errorf("%w: MaxInFlight %d", ErrInvalidConfig, c.MaxInFlight)
 	}
 	if c.BatchTimeout == 0 {
 		c.BatchTimeout = 30 * time.Second

@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,6 +62,7 @@ func BenchmarkCoalescePaired(b *testing.B) {
 type coalesceBench struct {
 	name             string
 	coalesced, perOp *gorm.DB
+	inFlight         map[int]*gorm.DB // extra coalesced sides with MaxInFlight > 1 (SLOTTED_BENCH_INFLIGHT=2,4)
 	sqlDB            *sql.DB
 	single           *sql.Stmt
 	want             map[string]int64 // per side: increments made, checked against the counters
@@ -88,6 +91,16 @@ func newCoalesceBench(b *testing.B, name string) *coalesceBench {
 	// Two plugins on the same pool, each with a counter table of its own so their totals can be checked.
 	env.coalesced = sharedPool(b, name, sqlDB, slotted.Config{Table: benchTable})
 	env.perOp = sharedPool(b, name, sqlDB, slotted.Config{Table: benchTable + "_perop", DisableCoalescing: true})
+	env.inFlight = map[int]*gorm.DB{}
+	for _, f := range strings.Split(os.Getenv("SLOTTED_BENCH_INFLIGHT"), ",") {
+		if n, err := strconv.Atoi(f); err == nil && n > 1 {
+			table := fmt.Sprintf("%s_d%d", benchTable, n)
+			if err := base.Migrator().DropTable(table); err != nil {
+				b.Fatal(err)
+			}
+			env.inFlight[n] = sharedPool(b, name, sqlDB, slotted.Config{Table: table, MaxInFlight: n})
+		}
+	}
 	if env.single, err = sqlDB.Prepare(singleRowUpdate(name)); err != nil {
 		b.Fatal(err)
 	}
@@ -144,10 +157,18 @@ func (env *coalesceBench) run(b *testing.B, rdb *redis.Client, workers, records,
 		{"per-op", func(id uint) error { p := BenchPost{ID: id}; return slotted.Increment(env.perOp, &p, "likes") }},
 		{"single-row", func(id uint) error { _, err := env.single.Exec(id); return err }},
 	}
+	for _, n := range slices.Sorted(maps.Keys(env.inFlight)) {
+		db := env.inFlight[n]
+		sides = append(sides, side{fmt.Sprintf("coalesced-d%d", n), func(id uint) error { p := BenchPost{ID: id}; return slotted.Increment(db, &p, "likes") }})
+	}
 	if rdb != nil {
 		sides = append(sides, side{"redis", func(id uint) error {
 			return rdb.Incr(context.Background(), prefix+strconv.FormatUint(uint64(id), 10)).Err()
 		}})
+	}
+	before, err := slotted.StatsOf(env.coalesced)
+	if err != nil {
+		b.Fatal(err)
 	}
 	rates := make(map[string][]float64, len(sides))
 	allocs := make(map[string][]float64, len(sides))
@@ -179,6 +200,11 @@ func (env *coalesceBench) run(b *testing.B, rdb *redis.Client, workers, records,
 	for _, s := range sides {
 		b.ReportMetric(median(rates[s.name]), s.name+"-ops/s")
 	}
+	for _, s := range sides[3:] {
+		if s.name != "redis" {
+			b.ReportMetric(median(ratio(s.name, "per-op")), s.name+"/per-op")
+		}
+	}
 	for _, c := range []string{"per-op", "single-row", "redis"} {
 		if _, ok := rates[c]; !ok {
 			continue
@@ -189,6 +215,13 @@ func (env *coalesceBench) run(b *testing.B, rdb *redis.Client, workers, records,
 			b.ReportMetric(slices.Min(rs), "min-coalesced/per-op")
 			b.ReportMetric(slices.Max(rs), "max-coalesced/per-op")
 		}
+	}
+	after, err := slotted.StatsOf(env.coalesced)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := after.Batches - before.Batches; n > 0 {
+		b.ReportMetric(float64(after.BatchedWrites-before.BatchedWrites)/float64(n), "writes/batch")
 	}
 	b.ReportMetric(median(allocs["coalesced"]), "coalesced-allocs/op")
 	b.ReportMetric(median(allocs["per-op"]), "per-op-allocs/op")
@@ -283,10 +316,15 @@ func interleaved(b *testing.B, d time.Duration, sides []side, records int) []sid
 
 // check compares each plugin side's counter table with the increments it made: exact.
 func (env *coalesceBench) check(b *testing.B) {
-	for _, c := range []struct {
+	type plugin struct {
 		db   *gorm.DB
 		side string
-	}{{env.coalesced, "coalesced"}, {env.perOp, "per-op"}} {
+	}
+	plugins := []plugin{{env.coalesced, "coalesced"}, {env.perOp, "per-op"}}
+	for n, db := range env.inFlight {
+		plugins = append(plugins, plugin{db, fmt.Sprintf("coalesced-d%d", n)})
+	}
+	for _, c := range plugins {
 		var total int64
 		if err := slotted.Table(c.db).Select("COALESCE(SUM(count), 0)").Scan(&total).Error; err != nil {
 			b.Error(err)

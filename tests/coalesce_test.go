@@ -29,6 +29,9 @@ import (
 
 var errInjected = errors.New("injected statement failure")
 
+// oneInFlight makes the plugin's statement held by a gate the only one in flight: every write after it queues.
+var oneInFlight = slotted.Config{MaxInFlight: 1}
+
 // gate sees every upsert the plugin sends (through gorm's Raw chain, before
 // gorm:raw runs it) and lets the test hold or fail the n-th one.
 type gate struct {
@@ -140,72 +143,77 @@ func tagUses(t *testing.T, db *gorm.DB, n int) []int {
 
 // TestCoalescedExactTotals: 64 writers on a hot record (100 and 4 slots), on brand-new one-slot records,
 // and on 240 refs; every write goes through the coalescer and every total is exact.
-func TestCoalescedExactTotals(t *testing.T) {
-	testEachDB(t, func(t *testing.T, db *gorm.DB) {
-		const workers, rounds, fresh, refs = 64, 30, 20, 240
-		post := Post{Title: "hot"}
-		require.NoError(t, db.Create(&post).Error)
-		before := stats(t, db)
-		errs := run(workers, func(w int) error {
-			mine := Post{ID: post.ID}
-			for i := 0; i < rounds; i++ {
-				delta := int64(1 + w%3)
-				if i%10 == 9 {
-					delta = -delta
-				}
-				if err := slotted.Add(db, &mine, "likes", delta); err != nil {
-					return err
-				}
-				if err := slotted.Increment(db, &mine, "views"); err != nil {
-					return err
-				}
-				tag := Tag{Name: fmt.Sprintf("fresh-%02d", rand.IntN(fresh))}
-				if err := slotted.Increment(db, &tag, "uses"); err != nil {
-					return err
-				}
-				if err := slotted.AddRef(db, slotted.Ref{Type: "coalesced", ID: fmt.Sprint((w*rounds + i) % refs)}, 2); err != nil {
-					return err
-				}
+func TestCoalescedExactTotals(t *testing.T) { testEachDB(t, coalescedExactTotals) }
+
+// TestCoalescedExactTotalsOneInFlight: the same with one statement in flight at a time.
+func TestCoalescedExactTotalsOneInFlight(t *testing.T) {
+	testEachDB(t, coalescedExactTotals, slotted.Config{MaxInFlight: 1})
+}
+
+func coalescedExactTotals(t *testing.T, db *gorm.DB) {
+	const workers, rounds, fresh, refs = 64, 30, 20, 240
+	post := Post{Title: "hot"}
+	require.NoError(t, db.Create(&post).Error)
+	before := stats(t, db)
+	errs := run(workers, func(w int) error {
+		mine := Post{ID: post.ID}
+		for i := 0; i < rounds; i++ {
+			delta := int64(1 + w%3)
+			if i%10 == 9 {
+				delta = -delta
 			}
-			return nil
-		})
-		for _, err := range errs {
-			require.NoError(t, err)
+			if err := slotted.Add(db, &mine, "likes", delta); err != nil {
+				return err
+			}
+			if err := slotted.Increment(db, &mine, "views"); err != nil {
+				return err
+			}
+			tag := Tag{Name: fmt.Sprintf("fresh-%02d", rand.IntN(fresh))}
+			if err := slotted.Increment(db, &tag, "uses"); err != nil {
+				return err
+			}
+			if err := slotted.AddRef(db, slotted.Ref{Type: "coalesced", ID: fmt.Sprint((w*rounds + i) % refs)}, 2); err != nil {
+				return err
+			}
 		}
-		var wantLikes int64
-		for w := 0; w < workers; w++ {
-			wantLikes += int64(1+w%3) * (rounds - 2*(rounds/10))
-		}
-		n, err := slotted.Count(db, &post, "likes")
-		require.NoError(t, err)
-		assert.Equal(t, wantLikes, n)
-		n, err = slotted.Count(db, &post, "views")
-		require.NoError(t, err)
-		assert.EqualValues(t, workers*rounds, n)
-
-		var uses int64
-		require.NoError(t, slotted.Table(db).Where("record_type = ?", "tags.uses").Select("SUM(count)").Scan(&uses).Error)
-		assert.EqualValues(t, workers*rounds, uses)
-		var rows int64
-		require.NoError(t, slotted.Table(db).Where("record_type = ?", "tags.uses").Count(&rows).Error)
-		assert.LessOrEqual(t, rows, int64(fresh), "slots:1 holds even when batched")
-		require.NoError(t, slotted.Table(db).Where("record_type = ?", "posts.views").Count(&rows).Error)
-		assert.LessOrEqual(t, rows, int64(4), "slots:4 holds even when batched")
-		for r := 0; r < refs; r++ {
-			n, err := slotted.CountRef(db, slotted.Ref{Type: "coalesced", ID: fmt.Sprint(r)})
-			require.NoError(t, err)
-			require.EqualValues(t, 2*workers*rounds/refs, n, "ref %d", r)
-		}
-
-		after := stats(t, db)
-		assert.EqualValues(t, 4*workers*rounds, after.BatchedWrites-before.BatchedWrites, "every write went through the coalescer")
-		assert.Zero(t, after.Waiting)
-		var perShape uint64
-		for _, n := range after.BatchRows {
-			perShape += n
-		}
-		assert.Equal(t, after.Batches, perShape)
+		return nil
 	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	var wantLikes int64
+	for w := 0; w < workers; w++ {
+		wantLikes += int64(1+w%3) * (rounds - 2*(rounds/10))
+	}
+	n, err := slotted.Count(db, &post, "likes")
+	require.NoError(t, err)
+	assert.Equal(t, wantLikes, n)
+	n, err = slotted.Count(db, &post, "views")
+	require.NoError(t, err)
+	assert.EqualValues(t, workers*rounds, n)
+
+	var uses int64
+	require.NoError(t, slotted.Table(db).Where("record_type = ?", "tags.uses").Select("SUM(count)").Scan(&uses).Error)
+	assert.EqualValues(t, workers*rounds, uses)
+	var rows int64
+	require.NoError(t, slotted.Table(db).Where("record_type = ?", "tags.uses").Count(&rows).Error)
+	assert.LessOrEqual(t, rows, int64(fresh), "slots:1 holds even when batched")
+	require.NoError(t, slotted.Table(db).Where("record_type = ?", "posts.views").Count(&rows).Error)
+	assert.LessOrEqual(t, rows, int64(4), "slots:4 holds even when batched")
+	for r := 0; r < refs; r++ {
+		n, err := slotted.CountRef(db, slotted.Ref{Type: "coalesced", ID: fmt.Sprint(r)})
+		require.NoError(t, err)
+		require.EqualValues(t, 2*workers*rounds/refs, n, "ref %d", r)
+	}
+
+	after := stats(t, db)
+	assert.EqualValues(t, 4*workers*rounds, after.BatchedWrites-before.BatchedWrites, "every write went through the coalescer")
+	assert.Zero(t, after.Waiting)
+	var perShape uint64
+	for _, n := range after.BatchRows {
+		perShape += n
+	}
+	assert.Equal(t, after.Batches, perShape)
 }
 
 // TestCoalescedBatch queues 48 writes on 16 counters behind a held statement: they are written by one
@@ -256,7 +264,7 @@ func TestCoalescedBatch(t *testing.T) {
 		assert.EqualValues(t, 2, after.Batches-before.Batches)
 		assert.EqualValues(t, 49, after.BatchedWrites-before.BatchedWrites)
 		assert.EqualValues(t, 1, after.BatchRows[16]-before.BatchRows[16])
-	})
+	}, oneInFlight)
 }
 
 // TestCoalescedBatchRounding: with MaxBatch 12, 48 queued writes on 48 counters go out as six 8-row
@@ -290,7 +298,7 @@ func TestCoalescedBatchRounding(t *testing.T) {
 			assert.EqualValues(t, i+1, n)
 		}
 		assert.EqualValues(t, 6, stats(t, db).BatchRows[8])
-	}, slotted.Config{MaxBatch: 12})
+	}, slotted.Config{MaxBatch: 12, MaxInFlight: 1})
 }
 
 // TestCoalescedFailure fails the statement that carries 48 queued writes: every one of them gets the
@@ -328,7 +336,7 @@ func TestCoalescedFailure(t *testing.T) {
 		n, err = slotted.Count(db, &post, "likes")
 		require.NoError(t, err)
 		assert.EqualValues(t, 17, n)
-	})
+	}, oneInFlight)
 }
 
 // TestCoalescedCancellation: a queued write whose context ends leaves with the context error and nothing
@@ -379,7 +387,7 @@ func TestCoalescedCancellation(t *testing.T) {
 		}
 		assert.Equal(t, want, tagUses(t, db, 15))
 		assert.Zero(t, stats(t, db).Waiting)
-	})
+	}, oneInFlight)
 }
 
 // TestCoalescingBypassesTransactions: while a coalesced statement is held, writes inside transactions
@@ -419,7 +427,7 @@ func TestCoalescingBypassesTransactions(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, committed, n)
 		assert.Positive(t, committed)
-	})
+	}, oneInFlight)
 }
 
 // TestCoalescingDisabled: with DisableCoalescing every write is its own statement and nothing is batched.
@@ -496,4 +504,32 @@ func TestCoalescingKeepsRouting(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.want, n)
 	}
+}
+
+// TestCoalescedInFlightBound: with MaxInFlight 2, two held statements are the bound: the next 48 writes
+// queue, and are written by one or two batches when the held ones end.
+func TestCoalescedInFlightBound(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		post := Post{Title: "bound"}
+		require.NoError(t, db.Create(&post).Error)
+		hold1, started1, release1 := held(1)
+		hold2, started2, release2 := held(2)
+		g := installGate(t, db, func(n int32, tx *gorm.DB) { hold1(n, tx); hold2(n, tx) })
+		incr := func() error { p := Post{ID: post.ID}; return slotted.Increment(db, &p, "likes") }
+		leaders := queue([]func() error{incr, incr})
+		<-started1
+		<-started2
+		rest := queue(hotAndTags(func(int) *gorm.DB { return db }, post))
+		waitQueued(t, db, 48)
+		close(release1)
+		close(release2)
+		for _, err := range append(leaders(), rest()...) {
+			require.NoError(t, err)
+		}
+		assert.Contains(t, []int32{3, 4}, g.n.Load(), "the two held statements, then the queue in one or two batches")
+		n, err := slotted.Count(db, &post, "likes")
+		require.NoError(t, err)
+		assert.EqualValues(t, 18, n)
+		assert.Equal(t, []int{3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, tagUses(t, db, 15))
+	}, slotted.Config{MaxInFlight: 2})
 }
