@@ -62,7 +62,7 @@ func BenchmarkCoalescePaired(b *testing.B) {
 type coalesceBench struct {
 	name             string
 	coalesced, perOp *gorm.DB
-	inFlight         map[int]*gorm.DB // extra coalesced sides with MaxInFlight > 1 (SLOTTED_BENCH_INFLIGHT=2,4)
+	inFlight         map[int]*gorm.DB // extra coalesced sides with other MaxInFlight values (SLOTTED_BENCH_INFLIGHT=1,2)
 	sqlDB            *sql.DB
 	single           *sql.Stmt
 	want             map[string]int64 // per side: increments made, checked against the counters
@@ -93,7 +93,7 @@ func newCoalesceBench(b *testing.B, name string) *coalesceBench {
 	env.perOp = sharedPool(b, name, sqlDB, slotted.Config{Table: benchTable + "_perop", DisableCoalescing: true})
 	env.inFlight = map[int]*gorm.DB{}
 	for _, f := range strings.Split(os.Getenv("SLOTTED_BENCH_INFLIGHT"), ",") {
-		if n, err := strconv.Atoi(f); err == nil && n > 1 {
+		if n, err := strconv.Atoi(f); err == nil && n >= 1 {
 			table := fmt.Sprintf("%s_d%d", benchTable, n)
 			if err := base.Migrator().DropTable(table); err != nil {
 				b.Fatal(err)
