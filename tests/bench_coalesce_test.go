@@ -36,8 +36,10 @@ import (
 // The sides alternate in windows of SLOTTED_BENCH_WINDOW_MS (default 1000) for SLOTTED_BENCH_ROUNDS rounds
 // (default 5), the order rotating every round, so drift on a shared machine falls on all of them. It
 // reports the median ops/s of each side, the median of the per-round ratios (with their min and max), and
-// allocations per operation of the two plugin sides. Both plugin sides run on one connection pool of at
-// most 64 connections; every total is checked afterwards. Ignores b.N: run with -benchtime 1x.
+// allocations per operation of the two plugin sides. With one writer the sides instead take turns call by
+// call within each window and a side's rate is 1 / its median call time (see interleaved). Both plugin
+// sides run on one connection pool of at most 64 connections; every total is checked afterwards. Ignores
+// b.N: run with -benchtime 1x. SLOTTED_BENCH_INFLIGHT=1,2 adds coalesced sides with those MaxInFlight.
 //
 //	go test -run '^$' -bench 'CoalescePaired' -benchtime 1x -timeout 60m ./tests
 //	go test -run '^$' -bench 'CoalescePaired/mysql/w=64/' -benchtime 1x ./tests
@@ -276,40 +278,42 @@ func measure(b *testing.B, d time.Duration, workers int, fn func() error) (ops i
 type sideResult struct {
 	name   string
 	ops    int64
-	rate   float64 // operations per second of the time spent in this side's operations
+	rate   float64 // 1 / median call time
 	allocs float64
 }
 
 // interleaved runs one writer for d, calling each side in turn (the order rotating every turn) and timing
-// every call; allocations per op are measured per side around its calls.
+// every call. A side's rate is 1 / its median call time: one stall (a checkpoint, a GC pause, another
+// process's fsync) lands on one side's call only and would swing a mean. Allocations are counted apart,
+// with testing.AllocsPerRun, as reading them per call would stop the world between calls.
 func interleaved(b *testing.B, d time.Duration, sides []side, records int) []sideResult {
 	out := make([]sideResult, len(sides))
-	spent := make([]time.Duration, len(sides))
-	mallocs := make([]uint64, len(sides))
+	lat := make([][]time.Duration, len(sides))
 	for i, s := range sides {
 		out[i].name = s.name
+		out[i].allocs = testing.AllocsPerRun(50, func() {
+			if err := s.op(uint(1 + rand.IntN(records))); err != nil {
+				b.Fatal(err)
+			}
+		})
+		out[i].ops += 51 // AllocsPerRun runs it once more to warm up
 	}
-	var ms runtime.MemStats
 	end := time.Now().Add(d)
 	for turn := 0; time.Now().Before(end); turn++ {
 		for k := range sides {
 			i := (k + turn) % len(sides)
 			id := uint(1 + rand.IntN(records))
-			runtime.ReadMemStats(&ms)
-			m0 := ms.Mallocs
 			start := time.Now()
 			if err := sides[i].op(id); err != nil {
 				b.Fatal(err)
 			}
-			spent[i] += time.Since(start)
-			runtime.ReadMemStats(&ms)
-			mallocs[i] += ms.Mallocs - m0
+			lat[i] = append(lat[i], time.Since(start))
 			out[i].ops++
 		}
 	}
 	for i := range out {
-		out[i].rate = float64(out[i].ops) / spent[i].Seconds()
-		out[i].allocs = float64(mallocs[i]) / float64(out[i].ops)
+		slices.Sort(lat[i])
+		out[i].rate = 1 / lat[i][len(lat[i])/2].Seconds()
 	}
 	return out
 }
