@@ -65,7 +65,8 @@ type Config struct {
 	// MaxInFlight is how many coalesced statements per pool may run at once; writes arriving while
 	// that many are in flight queue for the next one. With one, a batch waits for the previous
 	// statement's commit, so when commits wait on the disk's flush half the writers sit in the queue;
-	// a few statements in flight let the server's group commit overlap their flushes. Default: 4.
+	// a few statements in flight let the server's group commit overlap their flushes. Default: 4, and
+	// 1 on SQLite, which admits one writer at a time.
 	MaxInFlight int
 
 	// BatchTimeout bounds a coalesced statement that carries other callers' writes: it runs on a
@@ -104,10 +105,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxBatch < 1 || c.MaxBatch > maxBatchRows {
 		return c, fmt.Errorf("%w: MaxBatch %d not in 1..%d", ErrInvalidConfig, c.MaxBatch, maxBatchRows)
 	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 4
-	}
-	if c.MaxInFlight < 1 {
+	if c.MaxInFlight < 0 { // 0: decided by the database at Initialize (coalesceDefaults)
 		return c, fmt.Errorf("%w: MaxInFlight %d", ErrInvalidConfig, c.MaxInFlight)
 	}
 	if c.BatchTimeout == 0 {
