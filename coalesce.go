@@ -28,8 +28,13 @@ import (
 // statement and then hands leadership to the oldest queued caller, so no
 // caller serves others for long.
 
-// errLead tells a queued caller that it leads the next statement.
-var errLead = errors.New("slotted: lead the next batch")
+var (
+	// errLead tells a queued caller that it leads the next statement.
+	errLead = errors.New("slotted: lead the next batch")
+	// errLeaderPanicked is what the callers in a statement get when a callback
+	// panicked while it ran (in the leader's goroutine, where the panic goes on).
+	errLeaderPanicked = errors.New("slotted: a callback panicked while the coalesced statement ran; whether it was written is unknown")
+)
 
 type coalesceKey struct {
 	pool    gorm.ConnPool
@@ -141,12 +146,9 @@ func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again boo
 	if c.leaders < c.p.cfg.MaxInFlight {
 		c.leaders++
 		c.mu.Unlock()
-		err := c.p.upsertOne(db, c.key.pool, false, ref.Type, ref.ID, slots, delta)
+		defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
 		c.p.batching.record(1, 1)
-		c.mu.Lock()
-		c.handOver()
-		c.mu.Unlock()
-		return false, err
+		return false, c.p.upsertOne(db, c.key.pool, false, ref.Type, ref.ID, slots, delta)
 	}
 	w := &waiter{db: db, ctx: contextOf(db), ref: ref, slots: slots, delta: delta, done: make(chan error, 1)}
 	c.pending = append(c.pending, w)
@@ -192,18 +194,25 @@ func (c *coalescer) lead(w *waiter) error {
 	rows, batch := c.take(w)
 	c.mu.Unlock()
 
-	err := c.write(w, rows, len(batch))
+	err := errLeaderPanicked // what the others get if the statement's callbacks panic
+	defer func() {
+		c.endTurn()
+		for _, o := range batch {
+			if o != w {
+				o.done <- err
+			}
+		}
+	}()
 	c.p.batching.record(len(rows), len(batch))
+	err = c.write(w, rows, len(batch))
+	return err
+}
 
+// endTurn ends a leader's turn.
+func (c *coalescer) endTurn() {
 	c.mu.Lock()
 	c.handOver()
 	c.mu.Unlock()
-	for _, o := range batch {
-		if o != w {
-			o.done <- err
-		}
-	}
-	return err
 }
 
 // write runs one batch. A batch of the leader alone is its own statement on

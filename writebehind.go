@@ -267,22 +267,29 @@ func (b *Buffer) Flush(ctx context.Context) error {
 
 	db := b.db.WithContext(ctx)
 	pool, _ := b.p.pool(db)
-	var err error
-	done := 0 // rows written
-	for err == nil && done < len(rows) {
-		n := shapeFloor(min(len(rows)-done, maxBatchRows))
-		if err = b.p.upsertRows(db, pool, ctx, false, rows[done:done+n]); err == nil {
-			b.wrote(n, writes[done:done+n]...)
-			done += n
+	done, kept := 0, 0 // rows and carried rows written
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil { // a callback's panic: keep the deltas, report it as the flush's error
+				err = fmt.Errorf("slotted: write-behind flush: a callback panicked: %v", r)
+			}
+		}()
+		for err == nil && done < len(rows) {
+			n := shapeFloor(min(len(rows)-done, maxBatchRows))
+			if err = b.p.upsertRows(db, pool, ctx, false, rows[done:done+n]); err == nil {
+				b.wrote(n, writes[done:done+n]...)
+				done += n
+			}
 		}
-	}
-	kept := 0
-	for ; err == nil && kept < len(carry); kept++ {
-		e := carry[kept]
-		if err = b.p.upsertRows(db, pool, ctx, false, []batchRow{{ref: e.ref, slots: e.slots, delta: e.delta}}); err == nil {
-			b.wrote(1, e.writes)
+		for err == nil && kept < len(carry) {
+			e := carry[kept]
+			if err = b.p.upsertRows(db, pool, ctx, false, []batchRow{{ref: e.ref, slots: e.slots, delta: e.delta}}); err == nil {
+				b.wrote(1, e.writes)
+				kept++
+			}
 		}
-	}
+		return err
+	}()
 
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -533,3 +533,59 @@ func TestCoalescedInFlightBound(t *testing.T) {
 		assert.Equal(t, []int{3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, tagUses(t, db, 15))
 	}, slotted.Config{MaxInFlight: 2})
 }
+
+// TestCoalescedPanic: a callback panicking in the batch statement panics in the leader's goroutine only; the
+// other callers in the statement get an error, and the coalescer keeps working (nobody waits forever).
+func TestCoalescedPanic(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		post := Post{Title: "panic"}
+		require.NoError(t, db.Create(&post).Error)
+		hold, started, release := held(1)
+		installGate(t, db, func(n int32, tx *gorm.DB) {
+			hold(n, tx)
+			if n == 2 || n == 3 {
+				panic("callback panic")
+			}
+		})
+		guarded := func(fn func() error) func() error {
+			return func() (err error) {
+				defer func() {
+					if r := recover(); r != nil {
+						err = fmt.Errorf("panicked: %v", r)
+					}
+				}()
+				return fn()
+			}
+		}
+		first := queue([]func() error{func() error { p := Post{ID: post.ID}; return slotted.Increment(db, &p, "likes") }})
+		<-started
+		writes := hotAndTags(func(int) *gorm.DB { return db }, post)
+		for i := range writes {
+			writes[i] = guarded(writes[i])
+		}
+		rest := queue(writes)
+		waitQueued(t, db, 48)
+		close(release)
+		require.NoError(t, first()[0])
+		panicked, failed := 0, 0
+		for _, err := range rest() {
+			require.Error(t, err)
+			if strings.HasPrefix(err.Error(), "panicked: ") {
+				panicked++
+			} else {
+				assert.Contains(t, err.Error(), "panicked while the coalesced statement ran")
+				failed++
+			}
+		}
+		assert.Equal(t, 1, panicked, "the leader's goroutine")
+		assert.Equal(t, 47, failed)
+
+		// Statement 3 panics uncontended; statement 4 onwards works.
+		p := Post{ID: post.ID}
+		require.Error(t, guarded(func() error { return slotted.Increment(db, &p, "likes") })())
+		for _, err := range queue(hotAndTags(func(int) *gorm.DB { return db }, post))() {
+			require.NoError(t, err)
+		}
+		assert.Zero(t, stats(t, db).Waiting)
+	}, oneInFlight)
+}
