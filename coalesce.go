@@ -74,19 +74,6 @@ type waiter struct {
 	done  chan error // the outcome, or errLead
 }
 
-// coalesceDefaults applies the database's default MaxInFlight: SQLite admits
-// one writer at a time, so statements in flight beside each other would only
-// wait for its lock; servers overlap their commits' flushes.
-func (c Config) coalesceDefaults(d dialect) Config {
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 4
-		if d.oneWriter {
-			c.MaxInFlight = 1
-		}
-	}
-	return c
-}
-
 // coalescerFor returns the coalescer for db's writes, or nil when they are
 // written directly: inside the caller's transaction (nothing is coalesced
 // there), with coalescing off, in DryRun, or on a pool that cannot be a map key.

@@ -63,10 +63,10 @@ type Config struct {
 	MaxBatch int
 
 	// MaxInFlight is how many coalesced statements per pool may run at once; writes arriving while
-	// that many are in flight queue for the next one. With one, a batch waits for the previous
-	// statement's commit, so when commits wait on the disk's flush half the writers sit in the queue;
-	// a few statements in flight let the server's group commit overlap their flushes. Default: 4, and
-	// 1 on SQLite, which admits one writer at a time.
+	// that many are in flight queue for the next one. One makes the biggest batches, the least work
+	// per write for client and server. A few can do better when each commit waits long on the disk's
+	// flush (half the writers queue behind the statement in flight; several let the server's group
+	// commit overlap their flushes): see BENCHMARKS.md. Default: 1.
 	MaxInFlight int
 
 	// BatchTimeout bounds a coalesced statement that carries other callers' writes: it runs on a
@@ -105,7 +105,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxBatch < 1 || c.MaxBatch > maxBatchRows {
 		return c, fmt.Errorf("%w: MaxBatch %d not in 1..%d", ErrInvalidConfig, c.MaxBatch, maxBatchRows)
 	}
-	if c.MaxInFlight < 0 { // 0: decided by the database at Initialize (coalesceDefaults)
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 1
+	}
+	if c.MaxInFlight < 1 {
 		return c, fmt.Errorf("%w: MaxInFlight %d", ErrInvalidConfig, c.MaxInFlight)
 	}
 	if c.BatchTimeout == 0 {

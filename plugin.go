@@ -55,7 +55,6 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	}
 	p.cfg = cfg
 	p.dialect = dialectOf(db.Dialector)
-	p.cfg = p.cfg.coalesceDefaults(p.dialect)
 	if p.sql, err = render(db, cfg.Table); err != nil {
 		return err
 	}
@@ -116,9 +115,6 @@ type dialect struct {
 	// withoutRowID: the counter table is created WITHOUT ROWID (SQLite), so the
 	// primary key is the table rather than a second B-tree beside it.
 	withoutRowID bool
-	// oneWriter: the database admits one writer at a time (SQLite), so
-	// concurrent write statements only queue for its lock.
-	oneWriter bool
 	// valuesFunc: an upsert reads the row it tried to insert as VALUES(col)
 	// (MySQL/MariaDB's ON DUPLICATE KEY UPDATE), not as excluded.col.
 	valuesFunc bool
@@ -133,7 +129,6 @@ func dialectOf(d gorm.Dialector) dialect {
 		immediateTx:  sqlite,
 		rowCompare:   name == "postgres",
 		withoutRowID: sqlite,
-		oneWriter:    sqlite,
 		valuesFunc:   name == "mysql",
 	}
 }

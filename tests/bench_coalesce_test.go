@@ -39,7 +39,7 @@ import (
 // allocations per operation of the two plugin sides. With one writer the sides instead take turns call by
 // call within each window and a side's rate is 1 / its median call time (see interleaved). Both plugin
 // sides run on one connection pool of at most 64 connections; every total is checked afterwards. Ignores
-// b.N: run with -benchtime 1x. SLOTTED_BENCH_INFLIGHT=1,2 adds coalesced sides with those MaxInFlight.
+// b.N: run with -benchtime 1x. SLOTTED_BENCH_INFLIGHT=2,4 adds coalesced sides with those MaxInFlight.
 //
 //	go test -run '^$' -bench 'CoalescePaired' -benchtime 1x -timeout 60m ./tests
 //	go test -run '^$' -bench 'CoalescePaired/mysql/w=64/' -benchtime 1x ./tests
@@ -64,7 +64,7 @@ func BenchmarkCoalescePaired(b *testing.B) {
 type coalesceBench struct {
 	name             string
 	coalesced, perOp *gorm.DB
-	inFlight         map[int]*gorm.DB // extra coalesced sides with other MaxInFlight values (SLOTTED_BENCH_INFLIGHT=1,2)
+	inFlight         map[int]*gorm.DB // extra coalesced sides with other MaxInFlight values (SLOTTED_BENCH_INFLIGHT=2,4)
 	sqlDB            *sql.DB
 	single           *sql.Stmt
 	want             map[string]int64 // per side: increments made, checked against the counters

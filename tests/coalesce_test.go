@@ -145,9 +145,9 @@ func tagUses(t *testing.T, db *gorm.DB, n int) []int {
 // and on 240 refs; every write goes through the coalescer and every total is exact.
 func TestCoalescedExactTotals(t *testing.T) { testEachDB(t, coalescedExactTotals) }
 
-// TestCoalescedExactTotalsOneInFlight: the same with one statement in flight at a time.
-func TestCoalescedExactTotalsOneInFlight(t *testing.T) {
-	testEachDB(t, coalescedExactTotals, slotted.Config{MaxInFlight: 1})
+// TestCoalescedExactTotalsFourInFlight: the same with four statements in flight at once.
+func TestCoalescedExactTotalsFourInFlight(t *testing.T) {
+	testEachDB(t, coalescedExactTotals, slotted.Config{MaxInFlight: 4})
 }
 
 func coalescedExactTotals(t *testing.T, db *gorm.DB) {
