@@ -1,9 +1,11 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -88,4 +90,54 @@ func Example_refOf() {
 	ref, _ := slotted.RefOf(db, &Post{ID: 42}, "likes")
 	fmt.Printf("%+v\n", ref)
 	// Output: {Type:posts.likes ID:42}
+}
+
+func ExampleAddEach() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	// One statement for both counters; the fields move too.
+	if err := slotted.AddEach(db, &post, map[string]int64{"likes": 1, "views": 3}); err != nil {
+		panic(err)
+	}
+	fmt.Println(post.Likes, post.Views)
+	// Output: 1 3
+}
+
+func ExampleAddWhere() {
+	db, done := exampleDB()
+	defer done()
+
+	db.Create(&[]Post{{Title: "draft"}, {Title: "draft"}, {Title: "live"}})
+	// One INSERT … SELECT: every draft's views +1, each in a slot drawn for it.
+	if err := slotted.AddWhere(db.Model(&Post{}).Where("title = ?", "draft"), "views", 1); err != nil {
+		panic(err)
+	}
+	var posts []Post
+	db.Order("id").Find(&posts)
+	fmt.Println(posts[0].Views, posts[1].Views, posts[2].Views)
+	// Output: 1 1 0
+}
+
+func ExampleNewBuffer() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	buf, err := slotted.NewBuffer(db, slotted.BufferOptions{Interval: time.Second})
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 1000; i++ {
+		_ = buf.Add(&post, "views", 1) // in memory; returns at once
+	}
+	if err := buf.Close(context.Background()); err != nil { // flushes: one statement
+		panic(err)
+	}
+	n, _ := slotted.Count(db, &post, "views")
+	fmt.Println(n, buf.Stats().Written)
+	// Output: 1000 1000
 }
