@@ -67,6 +67,29 @@ type Config struct {
 	// miss writes that other nodes acknowledged moments ago; Reset, Compact and RollUp wait
 	// anyway).
 	CausalReads bool
+	// DisableCoalescing writes every Add outside a transaction with a statement of its own. By
+	// default writes that arrive while the plugin's statement for the same pool is in flight are
+	// summed per counter and written together by the next statement (one multi-row upsert); each
+	// caller still returns only after its delta has committed, with that statement's error.
+	// Writes inside a transaction are never coalesced. Default: false (coalesce).
+	DisableCoalescing bool
+
+	// MaxBatch bounds the counter rows one coalesced statement writes; a batch of more than 8
+	// rows is rounded down to a power of two (the rest goes into the next statement), so each
+	// connection prepares at most a dozen statement shapes. Default: 128. Range: 1..1024.
+	MaxBatch int
+
+	// MaxInFlight is how many coalesced statements per pool may run at once; writes arriving while
+	// that many are in flight queue for the next one. One makes the biggest batches, the least work
+	// per write for client and server. A few can do better when each commit waits long on the disk's
+	// flush (half the writers queue behind the statement in flight; several let the server's group
+	// commit overlap their flushes): see BENCHMARKS.md. Default: 1.
+	MaxInFlight int
+
+	// BatchTimeout bounds a coalesced statement that carries other callers' writes: it runs on a
+	// context no single caller can cancel (a caller whose context ends while queued leaves with
+	// nothing written; once its delta is in a statement it waits for the outcome). Default: 30s.
+	BatchTimeout time.Duration
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$`)
@@ -100,6 +123,24 @@ func (c Config) withDefaults(galera bool) (Config, error) {
 	}
 	if c.MaxRetryBackoff == 0 {
 		c.MaxRetryBackoff = max(maxBackoff, c.MinRetryBackoff)
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 128
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > maxBatchRows {
+		return c, fmt.Errorf("%w: MaxBatch %d not in 1..%d", ErrInvalidConfig, c.MaxBatch, maxBatchRows)
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 1
+	}
+	if c.MaxInFlight < 1 {
+		return c, fmt.Errorf("%w: MaxInFlight %d", ErrInvalidConfig, c.MaxInFlight)
+	}
+	if c.BatchTimeout == 0 {
+		c.BatchTimeout = 30 * time.Second
+	}
+	if c.BatchTimeout < 0 {
+		return c, fmt.Errorf("%w: BatchTimeout %v", ErrInvalidConfig, c.BatchTimeout)
 	}
 	if c.Slots < 1 || c.Slots > MaxSlots {
 		return c, fmt.Errorf("%w: Slots %d not in 1..%d", ErrInvalidConfig, c.Slots, MaxSlots)

@@ -35,6 +35,19 @@
 // ("posts.likes"), and its record_id, the primary key as text ("42"). Ref and
 // AddRef/CountRef name counters directly, without a model.
 //
+// # Coalescing, bulk writes, write-behind
+//
+// Outside a transaction, writes that arrive while the plugin's statements for
+// the same connection pool are in flight (Config.MaxInFlight of them) are
+// coalesced: summed per counter and written by the next statement, one
+// multi-row upsert. Each caller still returns only after its own delta has
+// committed, with that statement's error (Config.DisableCoalescing turns it
+// off). AddEach, AddMany and AddRefs write many counters with one statement;
+// AddWhere adds to every record a query selects with one INSERT … SELECT. A
+// Buffer (NewBuffer) is write-behind: Add returns at once and deltas are
+// flushed in the background, at the price of losing the unflushed ones in a
+// crash.
+//
 // # Lifecycle
 //
 // Compact and CompactAll fold slot rows back into one row per counter, Reset
@@ -72,8 +85,10 @@
 //
 // # Guarantees
 //
-// Every write is one statement (AddOnce and RemoveOnce: one transaction). Inside the caller's transaction it joins the
-// transaction; outside one it runs in autocommit, with no BEGIN/COMMIT, and is
+// Every write is one statement (a coalesced one carries other callers' deltas
+// too; a bulk write of more than 1024 counters is several in one transaction;
+// AddOnce and RemoveOnce are one transaction). Inside the caller's transaction
+// it joins the transaction; outside one it runs in autocommit, with no BEGIN/COMMIT, and is
 // retried on deadlocks, lock wait timeouts, serialization failures and
 // SQLITE_BUSY. Bad input returns an error wrapping one of the Err* sentinels
 // and writes nothing; so does a write that would take a slot past int64

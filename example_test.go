@@ -412,3 +412,39 @@ func ExampleFixAll() {
 	prog, err := slotted.FixAll(db, &Article{}, slotted.FixOptions{BatchSize: 500})
 	fmt.Println(prog.Batches, err)
 }
+
+func ExampleAddEach() {
+	// Several counters of one record in one statement (Laravel's incrementEach).
+	_ = slotted.AddEach(db, &Post{ID: 42}, map[string]int64{"likes": 1, "views": 3})
+	// INSERT INTO `slotted_counters` (...) VALUES ('posts.likes','42',17,1),('posts.views','42',3,3)
+	// ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + VALUES(`count`)
+}
+
+func ExampleAddMany() {
+	// One counter of many records, one statement per up to 1024 of them.
+	posts := []Post{{ID: 1}, {ID: 2}, {ID: 3}}
+	_ = slotted.AddMany(db, &posts, "views", 1)
+}
+
+func ExampleAddRefs() {
+	_ = slotted.AddRefs(db, map[slotted.Ref]int64{
+		{Type: "downloads", ID: "v1.2.0"}: 1,
+		{Type: "downloads", ID: "v1.3.0"}: 5,
+	})
+}
+
+func ExampleAddWhere() {
+	// Every post of author 7 gets one view, in one INSERT … SELECT.
+	_ = slotted.AddWhere(db.Model(&Post{}).Where("author_id = ?", 7), "views", 1)
+}
+
+func ExampleNewBuffer() {
+	// Write-behind for counters where speed beats durability: Add returns at
+	// once, deltas are summed in memory and flushed every second.
+	buf, err := slotted.NewBuffer(db, slotted.BufferOptions{Interval: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Close(context.Background()) // flushes what is pending
+	_ = buf.Add(&Post{ID: 42}, "views", 1)
+}

@@ -23,7 +23,10 @@ type Plugin struct {
 	stats    stats
 	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
 
-	caches cacheRegistry // counter caches declared with CounterCache (countercache.go)
+	caches     cacheRegistry   // counter caches declared with CounterCache (countercache.go)
+	batch      batchStatements // multi-row upserts by shape (batch.go)
+	coalescers sync.Map        // coalesceKey -> *coalescer (coalesce.go)
+	batching   batchStats
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which
@@ -143,6 +146,9 @@ type dialect struct {
 	// guardedUpsert: the upsert's update carries an overflow guard and a write
 	// that changes no row overflowed (SQLite; see overflow.go).
 	guardedUpsert bool
+	// valuesFunc: an upsert reads the row it tried to insert as VALUES(col)
+	// (MySQL/MariaDB's ON DUPLICATE KEY UPDATE), not as excluded.col.
+	valuesFunc bool
 }
 
 func dialectOf(d gorm.Dialector) dialect {
@@ -155,5 +161,6 @@ func dialectOf(d gorm.Dialector) dialect {
 		rowCompare:    name == "postgres",
 		withoutRowID:  sqlite,
 		guardedUpsert: sqlite,
+		valuesFunc:    name == "mysql",
 	}
 }

@@ -55,6 +55,10 @@ func TestUseRejectsInvalidConfig(t *testing.T) {
 		{Table: "counters; DROP TABLE posts"},
 		{MaxRetries: -2},
 		{MinRetryBackoff: time.Second, MaxRetryBackoff: time.Millisecond},
+		{MaxBatch: -1},
+		{MaxBatch: 1025},
+		{MaxInFlight: -1},
+		{BatchTimeout: -time.Second},
 	} {
 		db, err := gorm.Open(tests.DummyDialector{}, &gorm.Config{DryRun: true, Logger: logger.Discard})
 		if err != nil {

@@ -10,6 +10,12 @@ import (
 type Stats struct {
 	Retries   uint64              // statements or transactions run again after a conflict
 	Conflicts map[Conflict]uint64 // conflicts seen, by kind, retried or not (inside a caller's transaction they are returned)
+
+	// Coalesced writes (Config.DisableCoalescing): every write outside a transaction is counted here.
+	Batches       uint64         // statements the coalescer ran, one per batch (retries not counted)
+	BatchedWrites uint64         // writes they carried: BatchedWrites/Batches is the mean batch size
+	BatchRows     map[int]uint64 // statements by counter rows written (1..8, 16, 32, ... MaxBatch)
+	Waiting       int64          // writes queued for the next statement at this moment
 }
 
 type stats struct {
@@ -20,6 +26,7 @@ type stats struct {
 // Stats returns the plugin's counters: how often writes hit lock conflicts and were retried.
 func (p *Plugin) Stats() Stats {
 	s := Stats{Retries: p.stats.retries.Load(), Conflicts: map[Conflict]uint64{}}
+	p.batching.report(&s)
 	for c := Deadlock; c <= Busy; c++ {
 		if n := p.stats.conflicts[c].Load(); n > 0 {
 			s.Conflicts[c] = n

@@ -62,13 +62,22 @@ func AddRef(db *gorm.DB, ref Ref, delta int64) error {
 	return p.add(db, ref.Type, ref.ID, p.cfg.Slots, delta)
 }
 
-// add runs the upsert. It is the hot path: no reflection, no statement
-// building, no parsing of the SQL; one statement allocation per attempt.
+// add writes delta to a counter: through the coalescer (coalesce.go) outside
+// a transaction, else directly.
 func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
 	pool, inTx := p.pool(db)
+	if c := p.coalescerFor(db, pool, inTx); c != nil {
+		return p.coalesce(db, c, Ref{Type: recordType, ID: recordID}, slots, delta)
+	}
+	return p.upsertOne(db, pool, inTx, recordType, recordID, slots, delta)
+}
+
+// upsertOne runs the upsert. It is the hot path: no reflection, no statement
+// building, no parsing of the SQL; one statement allocation per attempt.
+func (p *Plugin) upsertOne(db *gorm.DB, pool gorm.ConnPool, inTx bool, recordType, recordID string, slots int, delta int64) error {
 	ctx := contextOf(db)
 	return overflowed(p.withRetry(ctx, inTx, func() error {
 		// A fresh slot on each attempt: the one that conflicted is the hottest.

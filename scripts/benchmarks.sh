@@ -19,6 +19,9 @@ for db in $dbs; do
 		go test -run '^$' -bench "CompactAll/^$db\$" -benchtime 1x -timeout 60m ./tests
 		# Counter caches: child Create with the slotted cache vs the Rails-style column vs none, paired (ignores -benchtime).
 		go test -run '^$' -bench "CounterCachePaired/^$db\$" -benchtime 1x -timeout 30m ./tests
+		# Coalesced writes against per-op, single-row UPDATE and Redis INCR; write-behind (ignore -benchtime).
+		SLOTTED_BENCH_INFLIGHT=4 go test -run '^$' -bench "CoalescePaired/^$db\$" -benchtime 1x -timeout 60m ./tests
+		go test -run '^$' -bench "WriteBehind/^$db\$" -benchtime 1x -timeout 60m ./tests
 	} 2>"benchmarks/$db.stderr.log" | grep -E '^(#|Benchmark|goos|goarch|cpu|pkg|ok|FAIL|---)' | tee -a "$out"
 	dsn=""
 	case $db in

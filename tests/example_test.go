@@ -561,5 +561,85 @@ func Example_pluginStats() {
 	p := slotted.New(slotted.Config{})
 	_ = db.Use(p)
 	fmt.Printf("%+v\n", p.Stats())
-	// Output: {Retries:0 Conflicts:map[]}
+	// Output: {Retries:0 Conflicts:map[] Batches:0 BatchedWrites:0 BatchRows:map[] Waiting:0}
+}
+
+func Example_addEach() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	// One statement for both counters; the fields move too.
+	if err := slotted.AddEach(db, &post, map[string]int64{"likes": 1, "views": 3}); err != nil {
+		panic(err)
+	}
+	fmt.Println(post.Likes, post.Views)
+	// Output: 1 3
+}
+
+func Example_addWhere() {
+	db, done := exampleDB()
+	defer done()
+
+	db.Create(&[]Post{{Title: "draft"}, {Title: "draft"}, {Title: "live"}})
+	// One INSERT … SELECT: every draft's views +1, each in a slot drawn for it.
+	if err := slotted.AddWhere(db.Model(&Post{}).Where("title = ?", "draft"), "views", 1); err != nil {
+		panic(err)
+	}
+	var posts []Post
+	db.Order("id").Find(&posts)
+	fmt.Println(posts[0].Views, posts[1].Views, posts[2].Views)
+	// Output: 1 1 0
+}
+
+func Example_newBuffer() {
+	db, done := exampleDB()
+	defer done()
+
+	post := Post{Title: "Hello"}
+	db.Create(&post)
+	buf, err := slotted.NewBuffer(db, slotted.BufferOptions{Interval: time.Second})
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 1000; i++ {
+		_ = buf.Add(&post, "views", 1) // in memory; returns at once
+	}
+	if err := buf.Close(context.Background()); err != nil { // flushes: one statement
+		panic(err)
+	}
+	n, _ := slotted.Count(db, &post, "views")
+	fmt.Println(n, buf.Stats().Written)
+	// Output: 1000 1000
+}
+
+func Example_addMany() {
+	db, done := exampleDB()
+	defer done()
+
+	posts := []Post{{Title: "a"}, {Title: "b"}}
+	db.Create(&posts)
+	// One statement for the counter of every post; the fields move too.
+	if err := slotted.AddMany(db, &posts, "views", 2); err != nil {
+		panic(err)
+	}
+	fmt.Println(posts[0].Views, posts[1].Views)
+	// Output: 2 2
+}
+
+func Example_addRefs() {
+	db, done := exampleDB()
+	defer done()
+
+	err := slotted.AddRefs(db, map[slotted.Ref]int64{
+		{Type: "downloads", ID: "v1.2.0"}: 1,
+		{Type: "downloads", ID: "v1.3.0"}: 5,
+	})
+	if err != nil {
+		panic(err)
+	}
+	n, _ := slotted.CountRef(db, slotted.Ref{Type: "downloads", ID: "v1.3.0"})
+	fmt.Println(n)
+	// Output: 5
 }

@@ -1,0 +1,178 @@
+package slotted
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"sync"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
+)
+
+// A multi-row upsert writes several counters with one statement, each row with
+// its own delta:
+//
+//	INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (?,?,?,?),(?,?,?,?)
+//	ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + VALUES(`count`)      -- MySQL/MariaDB
+//	ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + "excluded"."count"
+//
+// Every statement is prepared once per connection, so the number of distinct
+// statements is bounded: a batch has 1..8 rows, or a power of two up to
+// maxBatchRows. A batch that has some other number of rows is never padded (a
+// key may not appear twice, and a filler row would lock and create rows): the
+// coalescer takes the largest shape that fits and leaves the rest for the next
+// statement; bulk writes split into shapes inside one transaction.
+const maxBatchRows = 1024
+
+// shapeFloor is the largest statement shape of at most n rows (n >= 1).
+func shapeFloor(n int) int {
+	if n <= 8 {
+		return n
+	}
+	return 1 << (bits.Len(uint(n)) - 1)
+}
+
+// shapeIndex numbers the shapes 0..numShapes-1: 1..8 rows, then 16, 32, ... maxBatchRows.
+func shapeIndex(rows int) int {
+	if rows <= 8 {
+		return rows - 1
+	}
+	return 8 + bits.Len(uint(rows)) - 5
+}
+
+// batchRow is one counter row of a multi-row upsert.
+type batchRow struct {
+	ref   Ref
+	slots int
+	delta int64
+}
+
+func compareRows(a, b batchRow) int { return compareRefs(a.ref, b.ref) }
+
+// batchStatements holds the rendered multi-row upserts, one per shape, rendered
+// on first use by gorm's own clause builders like the single-row upsert.
+type batchStatements struct {
+	shapes [maxShapes]struct {
+		once    sync.Once
+		sql     string
+		rowArgs []arg // placeholder order within one row, the same for every row
+		err     error
+	}
+}
+
+const maxShapes = 15 // shapeIndex(maxBatchRows) + 1
+
+// batchSQL returns the statement for a shape of rows (shapeFloor(rows) == rows, rows >= 2).
+func (p *Plugin) batchSQL(rows int) (string, []arg, error) {
+	s := &p.batch.shapes[shapeIndex(rows)]
+	s.once.Do(func() { s.sql, s.rowArgs, s.err = p.renderBatch(rows) })
+	return s.sql, s.rowArgs, s.err
+}
+
+func (p *Plugin) renderBatch(n int) (string, []arg, error) {
+	tx := p.db.Session(&gorm.Session{NewDB: true, DryRun: true, SkipDefaultTransaction: true, SkipHooks: true, Logger: logger.Discard})
+	rows := make([]SlottedCounter, n)
+	for i := range rows {
+		rows[i] = SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta}
+	}
+	count := clause.Column{Name: "count"}
+	inserted := any(clause.Column{Table: "excluded", Name: "count"})
+	if p.dialect.valuesFunc {
+		// The MySQL driver turns only a bare excluded column into VALUES(); inside an expression it must be written out.
+		inserted = clause.Expr{SQL: "VALUES(?)", Vars: []any{count}}
+	}
+	current := clause.Column{Table: clause.CurrentTable, Name: "count"}
+	on := clause.OnConflict{
+		Columns:   keyColumns(),
+		DoUpdates: clause.Set{{Column: count, Value: gorm.Expr("? + ?", current, inserted)}},
+	}
+	if p.dialect.guardedUpsert { // as upsertClause: SQLite skips the row rather than store a REAL
+		on.Where = clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "typeof(? + ?) = 'integer'", Vars: []any{current, inserted}}}}
+	}
+	up := tx.Table(p.cfg.Table).Clauses(on).Create(&rows)
+	if up.Error != nil {
+		return "", nil, fmt.Errorf("slotted: rendering a %d-row upsert: %w", n, up.Error)
+	}
+	order, err := argOrder(up.Statement.Vars)
+	if err != nil {
+		return "", nil, err
+	}
+	per := len(order) / n
+	if per*n != len(order) || per == 0 {
+		return "", nil, fmt.Errorf("slotted: a %d-row upsert rendered %d bind values", n, len(order))
+	}
+	for i := per; i < len(order); i++ {
+		if order[i] != order[i-per] {
+			return "", nil, fmt.Errorf("slotted: a %d-row upsert binds its rows in different orders", n)
+		}
+	}
+	return up.Statement.SQL.String(), order[:per], nil
+}
+
+// execRows runs one multi-row upsert (len(rows) is a shape) through gorm's Raw
+// callback chain, like add, with a fresh random slot for every row.
+func (p *Plugin) execRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, rows []batchRow) error {
+	var (
+		query string
+		vals  []any
+	)
+	if len(rows) == 1 {
+		r := rows[0]
+		query, vals = p.sql.upsert, args(p.sql.upsertArgs, r.ref.Type, r.ref.ID, rand.IntN(r.slots), r.delta)
+	} else {
+		var (
+			order []arg
+			err   error
+		)
+		if query, order, err = p.batchSQL(len(rows)); err != nil {
+			return err
+		}
+		vals = make([]any, 0, len(order)*len(rows))
+		for _, r := range rows {
+			vals = appendArgs(vals, order, r.ref.Type, r.ref.ID, rand.IntN(r.slots), r.delta)
+		}
+	}
+	tx := &gorm.DB{Config: db.Config}
+	tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
+	inherit(tx.Statement, db.Statement, true)
+	tx.Statement.SQL.WriteString(query)
+	res := db.Callback().Raw().Execute(tx)
+	if res.Error == nil && p.dialect.guardedUpsert && !res.DryRun && res.RowsAffected < int64(len(rows)) {
+		return fmt.Errorf("%w: a %d-row upsert wrote %d rows", ErrOverflow, len(rows), res.RowsAffected)
+	}
+	return overflowed(res.Error)
+}
+
+// sortRows orders rows by key, the order every multi-row statement locks in
+// (unsorted multi-row upserts deadlock against each other).
+func sortRows(rows []batchRow) { slices.SortFunc(rows, compareRows) }
+
+// mergeDelta adds d to sum, reporting false instead of overflowing int64.
+func mergeDelta(sum, d int64) (int64, bool) {
+	s := sum + d
+	if (d > 0 && s < sum) || (d < 0 && s > sum) {
+		return sum, false
+	}
+	return s, true
+}
+
+// appendArgs is args for one row of a multi-row statement.
+func appendArgs(dst []any, order []arg, recordType, recordID string, slot int, delta int64) []any {
+	for _, a := range order {
+		switch a {
+		case argRecordType:
+			dst = append(dst, recordType)
+		case argRecordID:
+			dst = append(dst, recordID)
+		case argSlot:
+			dst = append(dst, slot)
+		case argDelta:
+			dst = append(dst, delta)
+		}
+	}
+	return dst
+}

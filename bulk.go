@@ -1,0 +1,369 @@
+package slotted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// ErrDeltaOverflow: deltas summed for one counter (the same counter named twice
+// in one bulk write, or held by a write-behind Buffer) would overflow int64.
+var ErrDeltaOverflow = errors.New("slotted: summed deltas overflow int64")
+
+// AddEach adds several counters of one record with one statement, each by its
+// own delta, as Laravel's incrementEach does. The model's fields move by their
+// deltas afterwards. Zero deltas are skipped; two names of one counter
+// ("likes", "Likes") are summed.
+//
+//	slotted.AddEach(db, &post, map[string]int64{"likes": 1, "views": 3})
+//	// INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`)
+//	//   VALUES ('posts.likes','42',17,1),('posts.views','42',2,3)
+//	//   ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + VALUES(`count`)
+//	// PG/SQLite: ... ON CONFLICT (...) DO UPDATE SET "count"="slotted_counters"."count" + "excluded"."count"
+func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
+	}
+	names := slices.Sorted(maps.Keys(deltas))
+	type move struct {
+		c     *counter
+		delta int64
+	}
+	var (
+		v     reflect.Value
+		moves []move
+		rows  []batchRow
+	)
+	for _, name := range names {
+		c, sv, id, err := p.target(db, model, name)
+		if err != nil {
+			return err
+		}
+		v = sv
+		d := deltas[name]
+		if d == 0 {
+			continue
+		}
+		i := slices.IndexFunc(moves, func(m move) bool { return m.c == c })
+		if i < 0 {
+			moves = append(moves, move{c, d})
+			rows = append(rows, batchRow{ref: Ref{Type: c.recordType, ID: id}, slots: c.slots, delta: d})
+			continue
+		}
+		sum, ok := mergeDelta(moves[i].delta, d)
+		if !ok {
+			return fmt.Errorf("%w: counter %q", ErrDeltaOverflow, c.name)
+		}
+		moves[i].delta, rows[i].delta = sum, sum
+	}
+	if err := p.writeRows(db, rows); err != nil {
+		return err
+	}
+	for _, m := range moves {
+		m.c.add(v, m.delta)
+	}
+	return nil
+}
+
+// AddMany adds delta to one counter of every record in models (a slice or
+// array of structs or struct pointers, or a pointer to one) with one statement
+// per up to 1024 records, all in one transaction: written all or none. A record
+// that appears twice is added to once, and every copy's field moves.
+//
+//	slotted.AddMany(db, posts, "views", 1)
+//	// INSERT INTO `slotted_counters` (...) VALUES ('posts.views','1',3,1),('posts.views','2',0,1),...
+//	//   ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + VALUES(`count`)
+func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	m, elem, err := p.modelsArg(db, models)
+	if err != nil {
+		return err
+	}
+	c, err := m.counter(counter)
+	if err != nil {
+		return err
+	}
+	rs, err := m.records(elem, true)
+	if err != nil || delta == 0 {
+		return err
+	}
+	rows := make([]batchRow, len(rs.ids))
+	for i, id := range rs.ids {
+		rows[i] = batchRow{ref: Ref{Type: c.recordType, ID: id}, slots: c.slots, delta: delta}
+	}
+	if err := p.writeRows(db, rows); err != nil {
+		return err
+	}
+	for _, structs := range rs.byID {
+		for _, s := range structs {
+			c.add(s, delta)
+		}
+	}
+	return nil
+}
+
+// AddRefs adds to several counters named by Ref (Config.Slots slots each) with
+// one statement per up to 1024 counters, all in one transaction.
+//
+//	slotted.AddRefs(db, map[slotted.Ref]int64{{Type: "downloads", ID: "a"}: 1, {Type: "downloads", ID: "b"}: 5})
+func AddRefs(db *gorm.DB, deltas map[Ref]int64) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	rows := make([]batchRow, 0, len(deltas))
+	for ref, d := range deltas {
+		if err := ref.validate(); err != nil {
+			return err
+		}
+		if d != 0 {
+			rows = append(rows, batchRow{ref: ref, slots: p.cfg.Slots, delta: d})
+		}
+	}
+	return p.writeRows(db, rows)
+}
+
+// writeRows writes bulk rows in key order on db's pool or transaction.
+func (p *Plugin) writeRows(db *gorm.DB, rows []batchRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	sortRows(rows)
+	pool, inTx := p.pool(db)
+	return p.upsertRows(db, pool, contextOf(db), inTx, rows)
+}
+
+// upsertRows writes rows (sorted by key, each counter once) with one statement
+// per shape: one statement when len(rows) is a shape. Outside a transaction a
+// single statement is retried on lock conflicts, and several run in a write
+// transaction retried as a whole, so the rows are written all or none.
+func (p *Plugin) upsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, inTx bool, rows []batchRow) error {
+	// On SQLite an overflowing row is skipped, not failed (execRows reports
+	// it), so even one statement runs in a transaction that the error rolls back.
+	if shapeFloor(min(len(rows), maxBatchRows)) == len(rows) && !p.dialect.guardedUpsert {
+		return p.withRetry(ctx, inTx, func() error { return p.execRows(db, pool, ctx, rows) })
+	}
+	run := func(tx *gorm.DB) error {
+		pool, ctx := tx.Statement.ConnPool, contextOf(tx)
+		for rest := rows; len(rest) > 0; {
+			n := shapeFloor(min(len(rest), maxBatchRows))
+			if err := p.execRows(tx, pool, ctx, rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	}
+	if inTx {
+		return run(db)
+	}
+	return p.writeTx(db.WithContext(ctx), run)
+}
+
+// AddWhere adds delta to one counter of every record the query selects, with
+// one INSERT … SELECT: Laravel's Post::where(...)->increment('views'). Each
+// record gets one slot row, its slot drawn uniformly per row in the SELECT list
+// (not in a WHERE, where RAND() would be evaluated per row compared). The query
+// needs db.Model(&Post{}); a query without conditions is refused with an error
+// wrapping gorm.ErrMissingWhereClause unless the session allows global updates
+// (db.Session(&gorm.Session{AllowGlobalUpdate: true})). Soft-deleted records
+// are skipped as gorm's queries skip them. In-memory models are not changed.
+//
+//	slotted.AddWhere(db.Model(&Post{}).Where("author_id = ?", 7), "views", 1)
+//	// INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`)
+//	//   SELECT 'posts.views', CAST(`slotted_src`.`id` AS CHAR), FLOOR(RAND()*100), 1
+//	//   FROM (SELECT DISTINCT `posts`.`id` FROM `posts` WHERE author_id = 7) AS `slotted_src`
+//	//   ORDER BY CAST(`slotted_src`.`id` AS CHAR)
+//	//   ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + 1
+//	// PostgreSQL: CAST(... AS TEXT), floor(random()*100)::int, CAST($n AS BIGINT), ON CONFLICT ... DO UPDATE
+//	// SQLite:     CAST(... AS TEXT), (random() & 9223372036854775807) % 100, ON CONFLICT ... DO UPDATE
+func AddWhere(db *gorm.DB, counter string, delta int64) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	stmt := db.Statement
+	if stmt.Model == nil {
+		return fmt.Errorf("%w: AddWhere needs db.Model(&Record{})", ErrUnsupportedModel)
+	}
+	m, err := p.modelArg(db, stmt.Model)
+	if err != nil {
+		return err
+	}
+	c, err := m.counter(counter)
+	if err != nil {
+		return err
+	}
+	if err := m.key.sweepable(); err != nil {
+		return fmt.Errorf("%w: AddWhere reads record ids from the %s column", err, m.key.column)
+	}
+	if !p.dialect.addWhereSQL() {
+		return fmt.Errorf("%w: AddWhere on %s", errors.ErrUnsupported, p.dialect.name)
+	}
+	if !db.AllowGlobalUpdate && !conditioned(stmt, m) {
+		return fmt.Errorf("slotted: AddWhere without conditions would add to every %s: %w", m.typ, gorm.ErrMissingWhereClause)
+	}
+	if delta == 0 {
+		return nil
+	}
+	src := WithoutFill(db.Session(&gorm.Session{})).Distinct("?", clause.Column{Table: clause.CurrentTable, Name: m.key.column})
+	// exec runs the INSERT … SELECT on pool and returns how many rows it wrote.
+	exec := func(pool gorm.ConnPool, ctx context.Context) (int64, error) {
+		tx := &gorm.DB{Config: db.Config}
+		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Table: p.cfg.Table, Clauses: map[string]clause.Clause{}}
+		inherit(tx.Statement, db.Statement, false)
+		tx.Statement.AddClause(clause.Insert{Table: clause.Table{Name: p.cfg.Table}})
+		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: c.recordType, key: m.key.column, slots: c.slots, delta: delta, src: src})
+		tx.Statement.AddClause(addClause(p.dialect.guardedUpsert, delta))
+		tx.Statement.Build("INSERT", "VALUES", "ON CONFLICT")
+		if tx.Error != nil {
+			return 0, tx.Error
+		}
+		res := db.Callback().Raw().Execute(tx)
+		return res.RowsAffected, overflowed(res.Error)
+	}
+	if !p.dialect.guardedUpsert {
+		pool, inTx := p.pool(db)
+		ctx := contextOf(db)
+		return p.withRetry(ctx, inTx, func() error { _, err := exec(pool, ctx); return err })
+	}
+	// SQLite: a guarded row that would overflow is skipped, not failed, so the
+	// rows written are checked against the rows selected, under the write
+	// lock, and a shortfall rolls the whole statement back.
+	return p.writeTx(db, func(tx *gorm.DB) error {
+		var want int64
+		if err := tx.Table("(?) AS slotted_src", src).Count(&want).Error; err != nil {
+			return err
+		}
+		got, err := exec(tx.Statement.ConnPool, contextOf(tx))
+		if err == nil && got != want {
+			err = fmt.Errorf("%w: AddWhere of %d to %s", ErrOverflow, delta, c.recordType)
+		}
+		return err
+	})
+}
+
+// addClause is the upsert's update for a delta known when the statement is
+// built, with upsertClause's overflow guard where the dialect needs it.
+func addClause(guard bool, delta int64) clause.OnConflict {
+	current := clause.Column{Table: clause.CurrentTable, Name: "count"}
+	on := upsertClause(false)
+	on.DoUpdates[0].Value = gorm.Expr("? + ?", current, delta)
+	if guard {
+		on.Where = clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "typeof(? + ?) = 'integer'", Vars: []any{current, delta}}}}
+	}
+	return on
+}
+
+// conditioned reports whether a query selects less than the whole table: a
+// WHERE clause, or a model value with its primary key set (gorm adds it).
+func conditioned(stmt *gorm.Statement, m *modelMeta) bool {
+	if c, ok := stmt.Clauses["WHERE"]; ok {
+		if w, ok := c.Expression.(clause.Where); ok && len(w.Exprs) > 0 {
+			return true
+		}
+	}
+	v := reflect.ValueOf(stmt.Model)
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return false
+	}
+	_, err := m.key.id(v)
+	return err == nil
+}
+
+// insertSelect renders the VALUES part of AddWhere's INSERT as a SELECT from
+// the user's query, wrapped as a derived table of distinct primary keys.
+type insertSelect struct {
+	d          dialect
+	recordType string
+	key        string
+	slots      int
+	delta      int64
+	src        *gorm.DB
+}
+
+const srcAlias = "slotted_src"
+
+func (insertSelect) Name() string                   { return "VALUES" }
+func (s insertSelect) MergeClause(c *clause.Clause) { c.Name, c.Expression = "", s } // no "VALUES" keyword
+
+func (s insertSelect) Build(b clause.Builder) {
+	id := clause.Column{Table: srcAlias, Name: s.key}
+	_, _ = b.WriteString("(")
+	for i, col := range []string{"record_type", "record_id", "slot", "count"} {
+		if i > 0 {
+			_ = b.WriteByte(',')
+		}
+		b.WriteQuoted(clause.Column{Name: col})
+	}
+	_, _ = b.WriteString(") SELECT ")
+	b.AddVar(b, s.recordType)
+	_, _ = b.WriteString(", ")
+	s.d.text(b, id)
+	_, _ = b.WriteString(", " + s.d.randomSlot(s.slots) + ", ")
+	s.d.bigint(b, s.delta)
+	_, _ = b.WriteString(" FROM (")
+	b.AddVar(b, s.src)
+	_, _ = b.WriteString(") AS ")
+	b.WriteQuoted(srcAlias)
+	_, _ = b.WriteString(" ORDER BY ")
+	s.d.text(b, id) // key order, as every multi-row write locks
+}
+
+// addWhereSQL reports whether AddWhere's SQL is known for the dialect.
+func (d dialect) addWhereSQL() bool { return d.randomSlot(1) != "" }
+
+// randomSlot is a uniform integer in [0, n) drawn per row of a SELECT list.
+// RAND()*n stored into an integer would round (n+1 values), hence FLOOR; SQLite's
+// random() is a signed 64-bit integer, masked to its non-negative half
+// (abs() fails on the minimum). n is the counter's slot count, not user input.
+func (d dialect) randomSlot(n int) string {
+	switch d.name {
+	case "mysql":
+		return fmt.Sprintf("FLOOR(RAND()*%d)", n)
+	case "postgres":
+		return fmt.Sprintf("floor(random()*%d)::int", n)
+	case "sqlite":
+		return fmt.Sprintf("(random() & 9223372036854775807) %% %d", n)
+	}
+	return ""
+}
+
+// text renders a column as text, the record_id form of integer and string keys.
+func (d dialect) text(b clause.Builder, col clause.Column) {
+	_, _ = b.WriteString("CAST(")
+	b.WriteQuoted(col)
+	if d.name == "mysql" {
+		_, _ = b.WriteString(" AS CHAR)")
+		return
+	}
+	_, _ = b.WriteString(" AS TEXT)")
+}
+
+// bigint binds n where PostgreSQL would otherwise infer a SELECT list
+// parameter as text.
+func (d dialect) bigint(b clause.Builder, n int64) {
+	if d.name == "postgres" {
+		_, _ = b.WriteString("CAST(")
+		b.AddVar(b, n)
+		_, _ = b.WriteString(" AS BIGINT)")
+		return
+	}
+	b.AddVar(b, n)
+}

@@ -1,0 +1,328 @@
+package slotted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"gorm.io/gorm"
+)
+
+// Coalescing is group commit in the client. Writes outside a transaction that
+// arrive while the plugin's statement for the same connection pool (and the
+// same dbresolver routing) is in flight queue up; when it ends, the oldest
+// queued caller becomes the leader and writes the queue with one multi-row
+// upsert: deltas summed per counter, one random slot per counter, rows in key
+// order. Every caller returns after that statement, with its outcome: a write
+// is exactly as durable as one statement of its own, and many writes share a
+// round trip and a commit.
+//
+// A caller that finds nothing in flight is the leader at once and writes its
+// own delta on its own context, the statement it would run without
+// coalescing: no goroutine hop, no extra allocation. A leader writes one
+// statement and then hands leadership to the oldest queued caller, so no
+// caller serves others for long.
+
+var (
+	// errLead tells a queued caller that it leads the next statement.
+	errLead = errors.New("slotted: lead the next batch")
+	// errLeaderPanicked is what the callers in a statement get when a callback
+	// panicked while it ran (in the leader's goroutine, where the panic goes on).
+	errLeaderPanicked = errors.New("slotted: a callback panicked while the coalesced statement ran; whether it was written is unknown")
+)
+
+type coalesceKey struct {
+	pool    gorm.ConnPool
+	routing string // the caller's dbresolver settings and clauses, "" for none
+}
+
+type coalescer struct {
+	p   *Plugin
+	key coalesceKey
+	// ephemeral: a routed coalescer is removed when it goes idle, so routing
+	// settings that vary per request cannot pile coalescers up.
+	ephemeral bool
+
+	mu      sync.Mutex
+	leaders int         // statements in flight (or leaders taking their batch); at MaxInFlight callers queue
+	dead    bool        // removed from p.coalescers: callers look it up again
+	pending []*waiter   // queued callers, oldest first; empty unless leaders == MaxInFlight
+	index   map[Ref]int // take's scratch: a counter's row in the batch
+}
+
+type waiterState uint8
+
+const (
+	waiting waiterState = iota // queued
+	taken                      // in a statement: it gets that statement's outcome
+	gone                       // left the queue (its context ended) with nothing written
+)
+
+type waiter struct {
+	db    *gorm.DB
+	ctx   context.Context
+	ref   Ref
+	slots int
+	delta int64
+	state waiterState // guarded by coalescer.mu, like lead
+	lead  bool
+	done  chan error // the outcome, or errLead
+}
+
+// coalescerFor returns the coalescer for db's writes, or nil when they are
+// written directly: inside the caller's transaction (nothing is coalesced
+// there), with coalescing off, in DryRun, or on a pool that cannot be a map key.
+func (p *Plugin) coalescerFor(db *gorm.DB, pool gorm.ConnPool, inTx bool) *coalescer {
+	// SQLite has one writer, so batches gain little there, and its guarded
+	// upsert skips an overflowing row instead of failing the statement: a
+	// batch could not fail only the caller whose slot overflowed.
+	if inTx || p.cfg.DisableCoalescing || db.DryRun || p.dialect.guardedUpsert {
+		return nil
+	}
+	if t := reflect.TypeOf(pool); t == nil || !t.Comparable() {
+		return nil
+	}
+	key := coalesceKey{pool: pool, routing: routingOf(db.Statement)}
+	if c, ok := p.coalescers.Load(key); ok {
+		return c.(*coalescer)
+	}
+	c, _ := p.coalescers.LoadOrStore(key, &coalescer{p: p, key: key, ephemeral: key.routing != ""})
+	return c.(*coalescer)
+}
+
+// routingOf fingerprints what decides where a statement goes besides its pool:
+// the settings and plugin clauses inherit carries (dbresolver.Write,
+// dbresolver.Use). Callers batch together only when they agree on it.
+func routingOf(stmt *gorm.Statement) string {
+	var parts []string
+	stmt.Settings.Range(func(k, v any) bool {
+		parts = append(parts, fmt.Sprintf("%v=%#v", k, v))
+		return true
+	})
+	for name, c := range stmt.Clauses {
+		if strings.Contains(name, ":") {
+			parts = append(parts, fmt.Sprintf("%s=%#v", name, c.Expression))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ";")
+}
+
+// coalesce writes delta to ref through db's coalescer.
+func (p *Plugin) coalesce(db *gorm.DB, c *coalescer, ref Ref, slots int, delta int64) error {
+	for {
+		again, err := c.add(db, ref, slots, delta)
+		if !again {
+			return err
+		}
+		c = p.coalescerFor(db, c.key.pool, false) // it went idle and was removed meanwhile
+	}
+}
+
+func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again bool, err error) {
+	c.mu.Lock()
+	if c.dead {
+		c.mu.Unlock()
+		return true, nil
+	}
+	if c.leaders < c.p.cfg.MaxInFlight {
+		c.leaders++
+		c.mu.Unlock()
+		defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
+		c.p.batching.record(1, 1)
+		return false, c.p.upsertOne(db, c.key.pool, false, ref.Type, ref.ID, slots, delta)
+	}
+	w := &waiter{db: db, ctx: contextOf(db), ref: ref, slots: slots, delta: delta, done: make(chan error, 1)}
+	c.pending = append(c.pending, w)
+	c.p.batching.waiting.Add(1)
+	c.mu.Unlock()
+
+	select {
+	case err := <-w.done:
+		if err == errLead {
+			return false, c.lead(w)
+		}
+		return false, err
+	case <-w.ctx.Done():
+	}
+	c.mu.Lock()
+	switch w.state {
+	case waiting: // not taken: it leaves with nothing written
+		c.remove(w)
+		w.state = gone
+		if w.lead {
+			c.handOver()
+		}
+		c.mu.Unlock()
+		return false, w.ctx.Err()
+	case gone:
+		c.mu.Unlock()
+		return false, w.ctx.Err()
+	}
+	c.mu.Unlock()
+	return false, <-w.done // taken: the statement's outcome, whatever the context says now
+}
+
+// lead writes the next batch, w's delta first, and hands leadership on.
+func (c *coalescer) lead(w *waiter) error {
+	c.mu.Lock()
+	if err := w.ctx.Err(); err != nil {
+		c.remove(w)
+		w.state = gone
+		c.handOver()
+		c.mu.Unlock()
+		return err
+	}
+	rows, batch := c.take(w)
+	c.mu.Unlock()
+
+	err := errLeaderPanicked // what the others get if the statement's callbacks panic
+	defer func() {
+		c.endTurn()
+		for _, o := range batch {
+			if o != w {
+				o.done <- err
+			}
+		}
+	}()
+	c.p.batching.record(len(rows), len(batch))
+	err = c.write(w, rows, len(batch))
+	return err
+}
+
+// endTurn ends a leader's turn.
+func (c *coalescer) endTurn() {
+	c.mu.Lock()
+	c.handOver()
+	c.mu.Unlock()
+}
+
+// write runs one batch. A batch of the leader alone is its own statement on
+// its own context, as without coalescing. Otherwise the statement carries
+// other callers' writes, so it runs on a context none of them can cancel
+// (keeping the leader's values, such as trace spans), bounded by BatchTimeout.
+func (c *coalescer) write(w *waiter, rows []batchRow, callers int) error {
+	if callers == 1 {
+		return c.p.upsertOne(w.db, c.key.pool, false, w.ref.Type, w.ref.ID, w.slots, w.delta)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), c.p.cfg.BatchTimeout)
+	defer cancel()
+	sortRows(rows)
+	return c.p.withRetry(ctx, false, func() error { return c.p.execRows(w.db, c.key.pool, ctx, rows) })
+}
+
+// take moves the next batch out of the queue: the callers of the first
+// counters queued, up to the largest statement shape that fits MaxBatch
+// (the rest stay queued for the next statement, which starts right after this
+// one). Callers whose context has ended are dropped with their context error.
+// A delta that would overflow its row's sum waits for the next statement.
+func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
+	if c.index == nil {
+		c.index = map[Ref]int{}
+	}
+	clear(c.index)
+	for _, o := range c.pending {
+		if o.lead && o != w {
+			continue // promoted by another leader's hand-over: it writes a batch of its own
+		}
+		if _, ok := c.index[o.ref]; !ok && len(c.index) < c.p.cfg.MaxBatch && (o == w || o.ctx.Err() == nil) {
+			c.index[o.ref] = len(c.index)
+		}
+	}
+	k := shapeFloor(len(c.index)) // >= 1: w is the oldest caller not skipped
+	rows = make([]batchRow, k)
+	keep := c.pending[:0]
+	for _, o := range c.pending {
+		if o.lead && o != w {
+			keep = append(keep, o)
+			continue
+		}
+		if err := o.ctx.Err(); err != nil && o != w { // w checked its own before taking: it is in
+			o.state = gone
+			o.done <- err
+			c.p.batching.waiting.Add(-1)
+			continue
+		}
+		if i, ok := c.index[o.ref]; ok && i < k {
+			r := &rows[i]
+			if r.slots == 0 {
+				r.ref, r.slots = o.ref, o.slots
+			}
+			if sum, ok := mergeDelta(r.delta, o.delta); ok {
+				r.delta, r.slots = sum, min(r.slots, o.slots)
+				o.state = taken
+				batch = append(batch, o)
+				c.p.batching.waiting.Add(-1)
+				continue
+			}
+		}
+		keep = append(keep, o)
+	}
+	clear(c.pending[len(keep):])
+	c.pending = keep
+	return rows, batch
+}
+
+// remove drops a queued caller (under mu).
+func (c *coalescer) remove(w *waiter) {
+	if i := slices.Index(c.pending, w); i >= 0 {
+		c.pending = slices.Delete(c.pending, i, i+1)
+		c.p.batching.waiting.Add(-1)
+	}
+}
+
+// handOver ends a leader's turn (under mu): the oldest queued caller not yet
+// promoted leads next in its place, or there is one leader fewer.
+func (c *coalescer) handOver() {
+	for _, next := range c.pending {
+		if !next.lead { // with MaxInFlight > 1 the oldest may have been promoted already
+			next.lead = true
+			next.done <- errLead
+			return
+		}
+	}
+	c.leaders--
+	if c.leaders == 0 && c.ephemeral {
+		c.dead = true
+		c.p.coalescers.CompareAndDelete(c.key, c)
+	}
+}
+
+// batchStats are the coalescer's counters for Stats.
+type batchStats struct {
+	batches atomic.Uint64
+	writes  atomic.Uint64
+	rows    [maxShapes]atomic.Uint64
+	waiting atomic.Int64
+}
+
+func (s *batchStats) record(rows, writes int) {
+	s.batches.Add(1)
+	s.writes.Add(uint64(writes))
+	s.rows[shapeIndex(rows)].Add(1)
+}
+
+func (s *batchStats) report(out *Stats) {
+	out.Batches, out.BatchedWrites, out.Waiting = s.batches.Load(), s.writes.Load(), s.waiting.Load()
+	out.BatchRows = map[int]uint64{}
+	for rows := 1; rows <= maxBatchRows; rows = nextShape(rows) {
+		if n := s.rows[shapeIndex(rows)].Load(); n > 0 {
+			out.BatchRows[rows] = n
+		}
+	}
+}
+
+func nextShape(rows int) int {
+	if rows < 8 {
+		return rows + 1
+	}
+	return rows * 2
+}

@@ -1,0 +1,370 @@
+package slotted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Write-behind: for counters where speed matters more than durability (page
+// views), a Buffer takes deltas in memory, sums them per counter and writes
+// them in the background, every Interval and whenever FlushAt counters are
+// pending, with the multi-row upserts coalescing uses. Add returns at once.
+//
+// What a crash loses: every delta added since the last successful flush (at
+// most Interval's worth, or FlushAt counters' worth), and nothing else. A
+// failed flush keeps its deltas and retries them on the next one; they are
+// never dropped. A flush that fails in a way that leaves its outcome unknown
+// (the connection dropped after the server received the statement) is retried
+// too, so those deltas may be counted twice: write-behind is at least once.
+
+var (
+	// ErrBufferFull: the Buffer already holds MaxPending counters (their flushes are failing or slower
+	// than the writes), so a delta to another counter is refused. Deltas to counters already pending
+	// are still taken.
+	ErrBufferFull = errors.New("slotted: write-behind buffer full")
+	// ErrBufferClosed: Add after Close.
+	ErrBufferClosed = errors.New("slotted: write-behind buffer closed")
+)
+
+// BufferOptions configure a Buffer. Zero values take the defaults.
+type BufferOptions struct {
+	// Interval between background flushes. Default: 1s.
+	Interval time.Duration
+	// FlushAt starts a flush early when this many counters are pending. Default: 1024.
+	FlushAt int
+	// MaxPending bounds the counters held in memory, a flush in progress included: Add to a counter
+	// not already pending fails with ErrBufferFull while this many are held. Default: 100000.
+	MaxPending int
+	// FlushTimeout bounds one background flush. Default: 30s.
+	FlushTimeout time.Duration
+	// OnError is called with each failed background flush's error (its deltas stay pending).
+	// Default: the DB's logger.
+	OnError func(error)
+}
+
+// BufferStats are a Buffer's metrics.
+type BufferStats struct {
+	Pending       int    // counters held in memory: with deltas not yet written, or in a flush in progress
+	PendingWrites int64  // Add calls not yet written
+	Flushes       uint64 // flushes that wrote every delta they took
+	FlushErrors   uint64 // flushes that failed; their deltas went back to pending
+	Written       uint64 // Add calls written
+	Rows          uint64 // counter rows written (one per counter per flush)
+	LastError     error  // the last flush error, nil after a flush succeeds
+}
+
+// Buffer is a write-behind buffer for one *gorm.DB; create it with NewBuffer
+// and Close it on shutdown. It is safe for concurrent use.
+type Buffer struct {
+	p    *Plugin
+	db   *gorm.DB
+	opts BufferOptions
+
+	mu       sync.Mutex
+	pending  map[Ref]*bufEntry
+	carry    []bufEntry // deltas that went back after a failed flush but would overflow their counter's new sum
+	inflight struct {
+		refs    map[Ref]struct{} // counters taken by the flush in progress, until it ends
+		overlap int              // pending counters that are in refs too (held once for the bound)
+		writes  int64            // Add calls it carries, not yet written
+	}
+	closed  bool
+	lastErr error
+
+	flushing sync.Mutex // one flush at a time
+	kick     chan struct{}
+	stop     chan struct{}
+	stopped  chan struct{}
+
+	flushes, flushErrors, written, rows atomic.Uint64
+}
+
+type bufEntry struct {
+	ref    Ref
+	slots  int
+	delta  int64
+	writes int64
+}
+
+// NewBuffer starts a write-behind buffer writing through db (its routing; not
+// a transaction). Call Close to flush and stop it.
+//
+//	buf, err := slotted.NewBuffer(db, slotted.BufferOptions{Interval: time.Second})
+//	defer buf.Close(context.Background())
+//	buf.Add(&post, "views", 1) // returns at once; written within a second
+func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return nil, err
+	}
+	if inTransaction(db) {
+		return nil, fmt.Errorf("%w: a write-behind buffer outlives transactions; pass the DB", ErrInvalidConfig)
+	}
+	if opts.Interval == 0 {
+		opts.Interval = time.Second
+	}
+	if opts.FlushAt == 0 {
+		opts.FlushAt = 1024
+	}
+	if opts.MaxPending == 0 {
+		opts.MaxPending = 100_000
+	}
+	if opts.FlushTimeout == 0 {
+		opts.FlushTimeout = 30 * time.Second
+	}
+	if opts.Interval < 0 || opts.FlushAt < 1 || opts.MaxPending < 1 || opts.FlushTimeout < 0 {
+		return nil, fmt.Errorf("%w: BufferOptions %+v", ErrInvalidConfig, opts)
+	}
+	if opts.OnError == nil {
+		log := db.Logger
+		opts.OnError = func(err error) { log.Error(context.Background(), "slotted: write-behind flush: %v", err) }
+	}
+	b := &Buffer{
+		p: p, db: db.Session(&gorm.Session{Context: context.Background()}), opts: opts,
+		pending: map[Ref]*bufEntry{},
+		kick:    make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	go b.loop()
+	return b, nil
+}
+
+// Add takes delta for a counter of model (see slotted.Add) and returns at
+// once; the model's field moves by delta now, the database on the next flush.
+func (b *Buffer) Add(model any, counter string, delta int64) error {
+	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
+	}
+	c, v, id, err := b.p.target(b.db, model, counter)
+	if err != nil {
+		return err
+	}
+	if err := b.add(Ref{Type: c.recordType, ID: id}, c.slots, delta); err != nil {
+		return err
+	}
+	c.add(v, delta)
+	return nil
+}
+
+// AddRef takes delta for the counter named by ref (Config.Slots slots).
+func (b *Buffer) AddRef(ref Ref, delta int64) error {
+	if err := ref.validate(); err != nil {
+		return err
+	}
+	return b.add(ref, b.p.cfg.Slots, delta)
+}
+
+func (b *Buffer) add(ref Ref, slots int, delta int64) error {
+	if delta == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrBufferClosed
+	}
+	e, ok := b.pending[ref]
+	if !ok {
+		_, flushing := b.inflight.refs[ref]
+		if held := b.held(); !flushing && held >= b.opts.MaxPending {
+			b.signal()
+			return fmt.Errorf("%w: %d counters pending", ErrBufferFull, held)
+		}
+		e = &bufEntry{ref: ref, slots: slots}
+		b.pending[ref] = e
+		if flushing {
+			b.inflight.overlap++
+		}
+	}
+	sum, ok := mergeDelta(e.delta, delta)
+	if !ok {
+		if e.writes == 0 {
+			delete(b.pending, ref)
+			if _, flushing := b.inflight.refs[ref]; flushing {
+				b.inflight.overlap--
+			}
+		}
+		return fmt.Errorf("%w: counter %s/%s; Flush first", ErrDeltaOverflow, ref.Type, ref.ID)
+	}
+	e.delta, e.slots = sum, min(e.slots, slots)
+	e.writes++
+	if len(b.pending) >= b.opts.FlushAt {
+		b.signal()
+	}
+	return nil
+}
+
+// held is the number of distinct counters in memory (under mu).
+func (b *Buffer) held() int {
+	return len(b.pending) + len(b.carry) + len(b.inflight.refs) - b.inflight.overlap
+}
+
+func (b *Buffer) signal() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (b *Buffer) loop() {
+	defer close(b.stopped)
+	t := time.NewTicker(b.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		case <-b.kick:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), b.opts.FlushTimeout)
+		if err := b.Flush(ctx); err != nil {
+			b.opts.OnError(err)
+		}
+		cancel()
+	}
+}
+
+// Flush writes every pending delta now, one multi-row upsert per up to 1024
+// counters, each statement on its own (retried on lock conflicts). On an error
+// the deltas not written go back to pending for the next flush.
+func (b *Buffer) Flush(ctx context.Context) error {
+	b.flushing.Lock()
+	defer b.flushing.Unlock()
+	b.mu.Lock()
+	rows := make([]batchRow, 0, len(b.pending)+len(b.carry))
+	var writes []int64
+	for _, e := range b.pending {
+		rows = append(rows, batchRow{ref: e.ref, slots: e.slots, delta: e.delta})
+	}
+	sortRows(rows)
+	writes = make([]int64, 0, len(rows)+len(b.carry))
+	for _, r := range rows {
+		writes = append(writes, b.pending[r.ref].writes)
+	}
+	carry := b.carry // each carried row goes alone: its counter may be in rows too
+	b.pending, b.carry = map[Ref]*bufEntry{}, nil
+	b.inflight.refs = make(map[Ref]struct{}, len(rows)+len(carry))
+	for _, r := range rows {
+		b.inflight.refs[r.ref] = struct{}{}
+	}
+	for _, e := range carry {
+		b.inflight.refs[e.ref] = struct{}{}
+	}
+	for _, w := range writes {
+		b.inflight.writes += w
+	}
+	for _, e := range carry {
+		b.inflight.writes += e.writes
+	}
+	b.mu.Unlock()
+
+	db := b.db.WithContext(ctx)
+	pool, _ := b.p.pool(db)
+	done, kept := 0, 0 // rows and carried rows written
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil { // a callback's panic: keep the deltas, report it as the flush's error
+				err = fmt.Errorf("slotted: write-behind flush: a callback panicked: %v", r)
+			}
+		}()
+		for err == nil && done < len(rows) {
+			n := shapeFloor(min(len(rows)-done, maxBatchRows))
+			if err = b.p.upsertRows(db, pool, ctx, false, rows[done:done+n]); err == nil {
+				b.wrote(n, writes[done:done+n]...)
+				done += n
+			}
+		}
+		for err == nil && kept < len(carry) {
+			e := carry[kept]
+			if err = b.p.upsertRows(db, pool, ctx, false, []batchRow{{ref: e.ref, slots: e.slots, delta: e.delta}}); err == nil {
+				b.wrote(1, e.writes)
+				kept++
+			}
+		}
+		return err
+	}()
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.inflight.refs, b.inflight.overlap, b.inflight.writes = nil, 0, 0
+	if err == nil {
+		b.lastErr = nil
+		b.flushes.Add(1)
+		return nil
+	}
+	for i := done; i < len(rows); i++ {
+		b.putBack(bufEntry{ref: rows[i].ref, slots: rows[i].slots, delta: rows[i].delta, writes: writes[i]})
+	}
+	for _, e := range carry[kept:] {
+		b.putBack(e)
+	}
+	b.lastErr = err
+	b.flushErrors.Add(1)
+	return fmt.Errorf("slotted: write-behind flush (%d counters kept for the next one): %w", len(rows)-done+len(carry)-kept, err)
+}
+
+// putBack returns an unwritten delta to pending (under mu).
+func (b *Buffer) putBack(e bufEntry) {
+	cur, ok := b.pending[e.ref]
+	if !ok {
+		b.pending[e.ref] = &e
+		return
+	}
+	if sum, ok := mergeDelta(cur.delta, e.delta); ok {
+		cur.delta, cur.writes, cur.slots = sum, cur.writes+e.writes, min(cur.slots, e.slots)
+		return
+	}
+	b.carry = append(b.carry, e)
+}
+
+// wrote records a statement that wrote rows counters carrying writes Add calls.
+func (b *Buffer) wrote(rows int, writes ...int64) {
+	var n int64
+	for _, w := range writes {
+		n += w
+	}
+	b.written.Add(uint64(n))
+	b.rows.Add(uint64(rows))
+	b.mu.Lock()
+	b.inflight.writes -= n
+	b.mu.Unlock()
+}
+
+// Close stops the background flushes, refuses further Adds, and flushes what
+// is pending. If that flush fails its error is returned and the deltas stay
+// pending: call Flush again to retry them (Stats shows how many remain).
+func (b *Buffer) Close(ctx context.Context) error {
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.stop)
+	}
+	b.mu.Unlock()
+	<-b.stopped
+	return b.Flush(ctx)
+}
+
+// Stats returns the buffer's metrics.
+func (b *Buffer) Stats() BufferStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := BufferStats{
+		Pending: b.held(), PendingWrites: b.inflight.writes,
+		Flushes: b.flushes.Load(), FlushErrors: b.flushErrors.Load(), Written: b.written.Load(), Rows: b.rows.Load(),
+		LastError: b.lastErr,
+	}
+	for _, e := range b.pending {
+		s.PendingWrites += e.writes
+	}
+	for _, e := range b.carry {
+		s.PendingWrites += e.writes
+	}
+	return s
+}
