@@ -33,7 +33,7 @@ func Compact(db *gorm.DB, model any, counter string) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.compact(db, []Ref{{c.recordType, id}})
+	_, err = p.compact(db, []Ref{{Type: c.recordType, ID: id}})
 	return err
 }
 
@@ -64,7 +64,7 @@ func Reset(db *gorm.DB, model any, counter string, value int64) error {
 	if err != nil {
 		return err
 	}
-	if err := p.reset(db, Ref{c.recordType, id}, value); err != nil {
+	if err := p.reset(db, Ref{Type: c.recordType, ID: id}, value); err != nil {
 		return err
 	}
 	c.set(v, value)

@@ -19,3 +19,9 @@ var (
 	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id, or the result is too long.
 	ErrUnsupportedKey = errors.New("slotted: unsupported primary key")
 )
+
+// ErrInvalidArgument: an argument of a windowed read, Top or an ordering scope is out of range: a window
+// that ends before it starts or holds more than MaxWindowBuckets buckets, a counter without buckets: where
+// a window needs them, a sort direction other than ASC or DESC, a comparison operator, an N below 1, or a
+// Ref.Slots outside 0..MaxSlots.
+var ErrInvalidArgument = errors.New("slotted: invalid argument")

@@ -20,6 +20,9 @@ type Plugin struct {
 	prepared sync.Map // *sql.DB -> *stmtPool: the plugin's own prepared statements
 	stats    stats
 	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
+
+	// bucketSQL is a bucketed counter's write: the total's row and the bucket's in one statement (bucket_write.go).
+	bucketSQL statements
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which
@@ -52,6 +55,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	p.cfg = cfg
 	p.dialect = dialectOf(db.Dialector)
 	if p.sql, err = render(db, cfg.Table); err != nil {
+		return err
+	}
+	if p.bucketSQL, err = renderBucketed(db, cfg.Table); err != nil {
 		return err
 	}
 	if !cfg.DisableAutoMigrate {
@@ -111,6 +117,9 @@ type dialect struct {
 	// withoutRowID: the counter table is created WITHOUT ROWID (SQLite), so the
 	// primary key is the table rather than a second B-tree beside it.
 	withoutRowID bool
+	// textType is what CAST(key AS ...) needs to compare a parent's key with
+	// record_id (OrderBy's join): CHAR on MySQL, TEXT elsewhere.
+	textType string
 }
 
 func dialectOf(d gorm.Dialector) dialect {
@@ -122,5 +131,6 @@ func dialectOf(d gorm.Dialector) dialect {
 		immediateTx:  sqlite,
 		rowCompare:   name == "postgres",
 		withoutRowID: sqlite,
+		textType:     textType(name),
 	}
 }

@@ -11,9 +11,18 @@ import (
 // model: the pattern's original `record_type = 123, record_id = 456` use.
 // A model counter's Ref is Type "<table>.<counter>" (or its tag's type:) and
 // ID the primary key as decimal text or string; RefOf computes it.
+//
+// A bucket of a bucketed counter is a Ref too: Type "<record_type>@<label>",
+// e.g. "posts.views@2026-11-23" (see the buckets: tag option).
 type Ref struct {
 	Type string
 	ID   string
+	// Slots is how many slot rows AddRef spreads the counter's writes over.
+	// 0 means Config.Slots. RefOf sets it to the model counter's slots: tag
+	// option (or Config.Slots), so AddRef(db, ref, 1) with a ref from RefOf
+	// writes exactly as Add on the model does. Reads and compaction ignore it:
+	// they take every row the counter has.
+	Slots int
 }
 
 func (r Ref) validate() error {
@@ -23,7 +32,18 @@ func (r Ref) validate() error {
 	if len(r.Type) > MaxKeyLen || len(r.ID) > MaxKeyLen {
 		return fmt.Errorf("%w: Ref Type and ID are limited to %d bytes", ErrUnsupportedKey, MaxKeyLen)
 	}
+	if r.Slots < 0 || r.Slots > MaxSlots {
+		return fmt.Errorf("%w: Ref.Slots %d not in 0..%d", ErrInvalidArgument, r.Slots, MaxSlots)
+	}
 	return nil
+}
+
+// slots is the slot count AddRef writes with.
+func (r Ref) slots(cfg Config) int {
+	if r.Slots > 0 {
+		return r.Slots
+	}
+	return cfg.Slots
 }
 
 // RefOf returns the Ref of a model's counter, for logging or for AddRef/CountRef.
@@ -36,7 +56,7 @@ func RefOf(db *gorm.DB, model any, counter string) (Ref, error) {
 	if err != nil {
 		return Ref{}, err
 	}
-	return Ref{Type: c.recordType, ID: id}, nil
+	return Ref{Type: c.recordType, ID: id, Slots: c.slots}, nil
 }
 
 // compareRefs orders counters by key, the order every multi-counter

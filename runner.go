@@ -33,6 +33,9 @@ type Runner struct {
 	Compact *CompactOptions
 	// RollUp lists models (e.g. &Post{}) whose cache columns RollUpAll refreshes every pass.
 	RollUp []any
+	// Buckets, when non-nil, runs MaintainBuckets with these options for each of its Models every
+	// pass: closed buckets compacted, expired ones (keep: tag option) deleted.
+	Buckets *BucketOptions
 	// OnError receives every error of a pass. Default: the *gorm.DB's logger, at error level.
 	OnError func(error)
 	// OnPass, when set, is called after every pass with what it did.
@@ -45,6 +48,7 @@ type Pass struct {
 	Took    time.Duration
 	Compact CompactProgress
 	RollUp  []RollUpProgress // in the order of Runner.RollUp
+	Buckets []BucketProgress // in the order of Runner.Buckets.Models
 	Err     error            // every error of the pass, joined
 }
 
@@ -54,8 +58,8 @@ func (r Runner) Run(ctx context.Context, db *gorm.DB) error {
 	if _, err := pluginOf(db); err != nil {
 		return err
 	}
-	if r.Compact == nil && len(r.RollUp) == 0 {
-		return fmt.Errorf("%w: Runner has nothing to do (set Compact or RollUp)", ErrInvalidConfig)
+	if r.Compact == nil && len(r.RollUp) == 0 && r.Buckets == nil {
+		return fmt.Errorf("%w: Runner has nothing to do (set Compact, RollUp or Buckets)", ErrInvalidConfig)
 	}
 	if r.Interval == 0 {
 		r.Interval = time.Minute
@@ -113,5 +117,6 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 			errs = append(errs, fmt.Errorf("roll up %T: %w", model, err))
 		}
 	}
+	errs = append(errs, r.maintainBuckets(ctx, db, &pass)...)
 	return pass
 }

@@ -111,7 +111,7 @@ func Example_refOf() {
 
 	ref, _ := slotted.RefOf(db, &Post{ID: 42}, "likes")
 	fmt.Printf("%+v\n", ref)
-	// Output: {Type:posts.likes ID:42}
+	// Output: {Type:posts.likes ID:42 Slots:100}
 }
 
 func Example_new() {
