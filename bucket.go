@@ -71,17 +71,24 @@ type bucket struct {
 func (b *bucketing) of(t time.Time) bucket {
 	switch b.unit {
 	case hourly:
-		// The local hour's start: the offset applies to the instant t, and
-		// zones change offsets at the start of a local hour.
-		_, off := t.In(b.loc).Zone()
+		// The local hour's start, by the offset in force at t; clipped to the
+		// zone period holding t, for zones whose clocks move by half an hour.
+		lt := t.In(b.loc)
+		_, off := lt.Zone()
 		local := t.Unix() + int64(off)
 		start := time.Unix(local-mod(local, 3600)-int64(off), 0).In(b.loc)
+		end := start.Add(time.Hour)
+		if from, to := lt.ZoneBounds(); !from.IsZero() && start.Before(from) {
+			start = from
+		} else if !to.IsZero() && end.After(to) {
+			end = to
+		}
 		u := start.UTC()
 		label := u.Format("2006-01-02T15")
 		if u.Minute() != 0 {
 			label = u.Format("2006-01-02T15:04")
 		}
-		return bucket{label: label, start: start, end: start.Add(time.Hour)}
+		return bucket{label: label, start: start, end: end}
 	case daily:
 		y, m, d := t.In(b.loc).Date()
 		return bucket{label: fmt.Sprintf("%04d-%02d-%02d", y, m, d), start: dayStart(y, m, d, b.loc), end: dayStart(y, m, d+1, b.loc)}
@@ -122,21 +129,21 @@ func (b *bucketing) back(cur bucket, n int) bucket {
 
 // valid reports whether label is a label this counter writes.
 func (b *bucketing) valid(label string) bool {
-	var t time.Time
-	var err error
 	switch b.unit {
 	case hourly:
 		layout := "2006-01-02T15"
 		if len(label) > len(layout) {
 			layout = "2006-01-02T15:04"
 		}
-		t, err = time.Parse(layout, label)
+		t, err := time.Parse(layout, label) // an hour's label is its start in UTC
+		return err == nil && b.of(t).label == label
 	case daily:
-		t, err = time.ParseInLocation("2006-01-02", label, b.loc)
+		t, err := time.Parse("2006-01-02", label)
+		return err == nil && t.Format("2006-01-02") == label
 	default:
-		t, err = time.ParseInLocation("2006-01", label, b.loc)
+		t, err := time.Parse("2006-01", label)
+		return err == nil && t.Format("2006-01") == label
 	}
-	return err == nil && b.of(t).label == label
 }
 
 // dayStart is the first instant of a local date: midnight, or the end of the

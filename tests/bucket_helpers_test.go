@@ -10,20 +10,29 @@ import (
 	"gorm.io/gorm"
 )
 
-// Page has bucketed counters; the bucket tests migrate it themselves.
+// Page has bucketed counters; the bucket, top and order tests migrate it themselves.
 type Page struct {
+	ID       uint
+	Title    string
+	Views    int64 `gorm:"-" slotted:"views;buckets:day;slots:8"`                      // days of Config.Location
+	Hits     int64 `gorm:"-" slotted:"hits;buckets:hour;slots:4"`                      // hours
+	Visits   int64 `gorm:"-" slotted:"visits;buckets:day;tz:America/New_York;slots:4"` // days of New York, whatever the Config
+	Recent   int64 `gorm:"-" slotted:"recent;buckets:day;keep:3;slots:4"`              // 3 days kept
+	Likes    int64 `gorm:"-" slotted:"likes;slots:4"`                                  // no buckets
+	Comments []PageComment
+}
+
+type PageComment struct {
 	ID     uint
-	Title  string
-	Views  int64 `gorm:"-" slotted:"views;buckets:day;slots:8"`
-	Hits   int64 `gorm:"-" slotted:"hits;buckets:hour;slots:4"`
-	Visits int64 `gorm:"-" slotted:"visits;buckets:day;tz:America/New_York;slots:4"`
-	Likes  int64 `gorm:"-" slotted:"likes;slots:4"`
+	PageID uint
+	Body   string
+	Likes  int64 `gorm:"-" slotted:"likes"`
 }
 
 func migratePages(t testing.TB, db *gorm.DB) {
 	t.Helper()
-	require.NoError(t, db.Migrator().DropTable(&Page{}))
-	require.NoError(t, db.AutoMigrate(&Page{}))
+	require.NoError(t, db.Migrator().DropTable(&PageComment{}, &Page{}))
+	require.NoError(t, db.AutoMigrate(&Page{}, &PageComment{}))
 }
 
 // fakeClock is Config.Now for tests: a time that only the test moves.
