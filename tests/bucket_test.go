@@ -85,7 +85,9 @@ func (r bucketRef) expect(writes []bucketWrite, page int, counter string, from, 
 }
 
 // clockSwitch lets each subtest install its own clock in a Config made before it runs.
-type clockSwitch struct{ cur atomic.Pointer[func() time.Time] }
+type clockSwitch struct {
+	cur atomic.Pointer[func() time.Time]
+}
 
 func (c *clockSwitch) set(now func() time.Time) { c.cur.Store(&now) }
 func (c *clockSwitch) Now() time.Time           { return (*c.cur.Load())() }
