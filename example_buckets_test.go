@@ -68,7 +68,7 @@ func ExampleMaintainBuckets() {
 
 func ExampleTop() {
 	top, err := slotted.Top(db, &Video{}, "likes", 10) // []Video, counters filled
-	// likes has a cache column: SELECT * FROM `videos` ORDER BY `videos`.`likes_count` DESC,`videos`.`id` LIMIT 10
+	// likes has a cache column: SELECT * FROM `videos` ORDER BY `videos`.`likes_count` DESC,`videos`.`id` DESC LIMIT 10
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func ExampleTopBetween() {
 	// SELECT `videos`.`id`,... FROM `videos` LEFT JOIN (SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total
 	//   FROM `slotted_counters` WHERE `record_type` IN ('videos.views@2026-11-17',...) GROUP BY `record_id`) `slotted_views_window`
 	//   ON `slotted_views_window`.slotted_id = CAST(`videos`.`id` AS CHAR)
-	//   ORDER BY COALESCE(`slotted_views_window`.`slotted_total`, 0) DESC,`videos`.`id` LIMIT 10
+	//   ORDER BY COALESCE(`slotted_views_window`.`slotted_total`, 0) DESC,`videos`.`id` DESC LIMIT 10
 	for _, v := range trending {
 		fmt.Println(v.Title, v.Views) // this week's views
 	}
@@ -94,7 +94,7 @@ func ExampleTopBetween() {
 func ExampleTopRefs() {
 	refs, _ := slotted.TopRefs(db, &Video{}, "views", 10)
 	// SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
-	//   WHERE `record_type` = 'videos.views' GROUP BY `record_id` ORDER BY `slotted_total` DESC,`slotted_id` LIMIT 10
+	//   WHERE `record_type` = 'videos.views' GROUP BY `record_id` ORDER BY `slotted_total` DESC,`slotted_id` DESC LIMIT 10
 	for _, r := range refs {
 		fmt.Println(r.Ref.ID, r.Total)
 	}

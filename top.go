@@ -16,7 +16,8 @@ type RefTotal struct {
 }
 
 // Top returns the n records of model's type with the largest total of a
-// counter, largest first (ties by primary key), with their counters filled.
+// counter, largest first (ties: the larger primary key first), with their
+// counters filled.
 // db may carry conditions, which select the candidates:
 //
 //	top, err := slotted.Top(db, &Post{}, "likes", 10)                      // []Post
@@ -26,7 +27,7 @@ type RefTotal struct {
 // when the counter has a cache: column, by that column, which is as fresh as
 // the last RollUp but read from the parent table alone (put an index on it):
 //
-//	SELECT * FROM `posts` ORDER BY `posts`.`likes_count` DESC,`posts`.`id` LIMIT 10
+//	SELECT * FROM `posts` ORDER BY `posts`.`likes_count` DESC,`posts`.`id` DESC LIMIT 10
 //
 // Without a cache column the database sums all the counter's slot rows first:
 // its cost grows with the rows of the counter, not with n (BENCHMARKS.md).
@@ -69,7 +70,8 @@ func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, err
 		q = q.Scopes(OrderByBetween(model, counter, "DESC", w.from, w.to))
 	}
 	var out []T
-	err = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}}).Limit(n).Find(&out).Error
+	// Ties: the larger key first, so that ORDER BY cache DESC, id DESC can walk an index on the cache column backwards.
+	err = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Desc: true}).Limit(n).Find(&out).Error
 	if err != nil {
 		return nil, err
 	}
@@ -82,15 +84,16 @@ func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, err
 }
 
 // TopRefs returns the n counters of model's counter with the largest totals,
-// largest first (ties by record_id), read from the counter table alone:
+// largest first (ties: the larger record_id, as text, first), read from the
+// counter table alone:
 //
 //	SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
-//	WHERE `record_type` = 'posts.likes' GROUP BY `record_id` ORDER BY `slotted_total` DESC,`slotted_id` LIMIT 10
+//	WHERE `record_type` = 'posts.likes' GROUP BY `record_id` ORDER BY `slotted_total` DESC,`slotted_id` DESC LIMIT 10
 //
 // So it ignores db's conditions, ranks only records that have counter rows,
 // and includes counters whose record was deleted without the plugin (see
 // Sweep). With a cache: column it reads that column instead (SELECT id,
-// likes_count FROM posts ORDER BY likes_count DESC, id LIMIT 10). The Refs
+// likes_count FROM posts ORDER BY likes_count DESC, id DESC LIMIT 10). The Refs
 // name the counter (Type "posts.likes") and carry its Slots, as RefOf does.
 func TopRefs(db *gorm.DB, model any, counter string, n int) ([]RefTotal, error) {
 	return topRefs(db, model, counter, n, nil)
@@ -133,7 +136,7 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 		types = anys(bucketTypes(c, buckets))
 	}
 	tx := p.totals(db, types).
-		Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: clause.Column{Name: "slotted_total"}, Desc: true}, {Column: clause.Column{Name: "slotted_id"}}}}).
+		Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: clause.Column{Name: "slotted_total"}, Desc: true}, {Column: clause.Column{Name: "slotted_id"}, Desc: true}}}).
 		Limit(n)
 	rows, err := tx.Rows()
 	if tx.DryRun {
@@ -159,7 +162,7 @@ func (p *Plugin) topCached(db *gorm.DB, m *modelMeta, c *counter, n int) ([]RefT
 	found := reflect.New(reflect.SliceOf(m.typ))
 	err := WithoutFill(routed(db)).Model(reflect.New(m.typ).Interface()).Select(m.key.column, c.cache).
 		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.cache}, Desc: true}).
-		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}}).
+		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Desc: true}).
 		Limit(n).Find(found.Interface()).Error
 	if err != nil {
 		return nil, err

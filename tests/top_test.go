@@ -81,6 +81,13 @@ func ranked(ids []uint, total map[uint]int64, asc bool) []uint {
 	return out
 }
 
+// topRanked is Top's order: total descending, then the larger id first.
+func topRanked(ids []uint, total map[uint]int64) []uint {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, func(a, b uint) int { return cmp.Or(cmp.Compare(total[b], total[a]), cmp.Compare(b, a)) })
+	return out
+}
+
 func idsOf(pages []Page) []uint {
 	out := make([]uint, len(pages))
 	for i, p := range pages {
@@ -180,7 +187,7 @@ func TestTopMatchesBruteForce(t *testing.T) {
 		all := idsOf(pt.pages)
 		top, err := slotted.Top(db, &Page{}, "likes", 10)
 		require.NoError(t, err)
-		assert.Equal(t, ranked(all, pt.likes, false)[:10], idsOf(top))
+		assert.Equal(t, topRanked(all, pt.likes)[:10], idsOf(top))
 		for _, p := range top {
 			assert.Equal(t, pt.likes[p.ID], p.Likes)
 		}
@@ -192,11 +199,11 @@ func TestTopMatchesBruteForce(t *testing.T) {
 				oddIDs = append(oddIDs, p.ID)
 			}
 		}
-		assert.Equal(t, ranked(oddIDs, pt.likes, false)[:3], idsOf(odd), "db's conditions select the candidates")
+		assert.Equal(t, topRanked(oddIDs, pt.likes)[:3], idsOf(odd), "db's conditions select the candidates")
 
 		week, err := slotted.TopBetween(db, &Page{}, "views", 10, pt.from, pt.to)
 		require.NoError(t, err)
-		assert.Equal(t, ranked(all, pt.viewsIn, false)[:10], idsOf(week))
+		assert.Equal(t, topRanked(all, pt.viewsIn)[:10], idsOf(week))
 		for _, p := range week {
 			assert.Equal(t, pt.viewsIn[p.ID], p.Views, "the window's total in the field")
 			assert.Equal(t, pt.likes[p.ID], p.Likes)
@@ -223,14 +230,14 @@ func TestTopMatchesBruteForce(t *testing.T) {
 				}
 			}
 		})
-		slices.SortFunc(wantRefs, func(a, b string) int { return cmp.Or(cmp.Compare(withRows[b], withRows[a]), cmp.Compare(a, b)) })
+		slices.SortFunc(wantRefs, func(a, b string) int { return cmp.Or(cmp.Compare(withRows[b], withRows[a]), cmp.Compare(b, a)) })
 		for i, r := range refs[1:] {
 			assert.Equal(t, wantRefs[i], r.Ref.ID)
 			assert.Equal(t, withRows[r.Ref.ID], r.Total)
 		}
 		wrefs, err := slotted.TopRefsBetween(db, &Page{}, "views", 3, pt.from, pt.to)
 		require.NoError(t, err)
-		wantW := ranked(all, pt.viewsIn, false)
+		wantW := topRanked(all, pt.viewsIn)
 		for i, r := range wrefs {
 			assert.Equal(t, itoa(wantW[i]), r.Ref.ID)
 			assert.Equal(t, pt.viewsIn[wantW[i]], r.Total)
@@ -257,7 +264,7 @@ func TestTopUsesTheCacheColumn(t *testing.T) {
 		for i, a := range arts {
 			ids[i] = a.ID
 		}
-		want := ranked(ids, likes, false)[:3]
+		want := topRanked(ids, likes)[:3]
 		// The top article gets far more likes after the roll-up: Top ranks by the column until the next one.
 		require.NoError(t, slotted.Add(db, &Article{ID: want[2]}, "likes", 100))
 		rec, r := recorded(db)
