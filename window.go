@@ -37,8 +37,8 @@ type Bucket struct {
 // counter's zone for buckets:day) that is exactly the writes made in [from, to).
 //
 //	week, err := slotted.CountBetween(db, &post, "views", now.AddDate(0, 0, -6), now)
-//	// SELECT SUM(`count`) FROM `slotted_counters` WHERE `record_type` IN
-//	//   ('posts.views@2026-11-17',...,'posts.views@2026-11-23') AND `record_id` = '42'
+//	// SELECT `record_id`, SUM(`count`) FROM `slotted_counters` WHERE `record_type` IN
+//	//   ('posts.views@2026-11-17',...,'posts.views@2026-11-23') AND `record_id` = '42' GROUP BY `record_id`
 //
 // A counter without the buckets: tag option, or a window of more than
 // MaxWindowBuckets buckets, returns ErrInvalidArgument.
