@@ -58,9 +58,9 @@ func renderBucketed(db *gorm.DB, table string) (statements, error) {
 	return s, nil
 }
 
-// write adds delta to counter c of record id: the hot path's entry for
+// writeCounter adds delta to counter c of record id: the hot path's entry for
 // model counters, bucketed or not.
-func (p *Plugin) write(db *gorm.DB, c *counter, id string, delta int64) error {
+func (p *Plugin) writeCounter(db *gorm.DB, c *counter, id string, delta int64) error {
 	if c.bucket == nil {
 		return p.add(db, c.recordType, id, c.slots, delta)
 	}

@@ -40,7 +40,7 @@ func Add(db *gorm.DB, model any, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	if err := p.write(db, c, id, delta); err != nil {
+	if err := p.writeCounter(db, c, id, delta); err != nil {
 		return err
 	}
 	c.add(v, delta)
