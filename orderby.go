@@ -15,8 +15,8 @@ import (
 // counter's totals, grouped per record, to the model's table,
 //
 //	SELECT `posts`.`id`,`posts`.`title` FROM `posts`
-//	LEFT JOIN (SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
-//	           WHERE `record_type` = 'posts.likes' GROUP BY `record_id`) `slotted_likes`
+//	LEFT JOIN (SELECT SQL_BIG_RESULT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
+//	           WHERE `record_type` = 'posts.likes' GROUP BY `record_id`) `slotted_likes`   -- SQL_BIG_RESULT: MySQL only
 //	  ON `slotted_likes`.`slotted_id` = CAST(`posts`.`id` AS CHAR)
 //	ORDER BY COALESCE(`slotted_likes`.`slotted_total`, 0) DESC LIMIT 10
 //
@@ -186,8 +186,12 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 //	SELECT record_id AS slotted_id, SUM(count) AS slotted_total FROM slotted_counters
 //	WHERE record_type IN (...) GROUP BY record_id
 func (p *Plugin) totals(db *gorm.DB, types []any) *gorm.DB {
+	sel := "? AS slotted_id, SUM(?) AS slotted_total"
+	if p.dialect.bigResult {
+		sel = "SQL_BIG_RESULT " + sel
+	}
 	return routed(db).Table(p.cfg.Table).
-		Select("? AS slotted_id, SUM(?) AS slotted_total", clause.Column{Name: "record_id"}, clause.Column{Name: "count"}).
+		Select(sel, clause.Column{Name: "record_id"}, clause.Column{Name: "count"}).
 		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
 		Group("record_id")
 }

@@ -29,7 +29,7 @@ func TestRenderedBucketSQL(t *testing.T) {
 		name:      "mysql",
 		dialector: mysql.New(mysql.Config{DSN: "u@tcp(127.0.0.1:1)/x", SkipInitializeWithVersion: true}),
 		upsert:    "INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES ('pages.views','7',N,3),('pages.views@2026-11-23','7',N,3) ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + 3",
-		join:      "LEFT JOIN (SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters` WHERE `record_type` = 'pages.likes' GROUP BY `record_id`) `slotted_likes` ON `slotted_likes`.slotted_id = CAST(`pages`.`id` AS CHAR) ORDER BY COALESCE(`slotted_likes`.`slotted_total`, 0) DESC",
+		join:      "LEFT JOIN (SELECT SQL_BIG_RESULT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters` WHERE `record_type` = 'pages.likes' GROUP BY `record_id`) `slotted_likes` ON `slotted_likes`.slotted_id = CAST(`pages`.`id` AS CHAR) ORDER BY COALESCE(`slotted_likes`.`slotted_total`, 0) DESC",
 	}, {
 		name:      "postgres",
 		dialector: postgres.New(postgres.Config{DSN: "host=127.0.0.1 port=1"}),
