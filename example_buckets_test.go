@@ -93,7 +93,7 @@ func ExampleTopBetween() {
 
 func ExampleTopRefs() {
 	refs, _ := slotted.TopRefs(db, &Video{}, "views", 10)
-	// SELECT SQL_BIG_RESULT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
+	// SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
 	//   WHERE `record_type` = 'videos.views' GROUP BY `record_id` ORDER BY `slotted_total` DESC,`slotted_id` DESC LIMIT 10
 	for _, r := range refs {
 		fmt.Println(r.Ref.ID, r.Total)
@@ -112,7 +112,7 @@ func ExampleOrderBy() {
 	var page []Video
 	err := db.Scopes(slotted.OrderBy(&Video{}, "views", "DESC")).Order("id").
 		Where("title LIKE ?", "cats%").Limit(20).Offset(40).Find(&page).Error
-	// SELECT `videos`.`id`,... FROM `videos` LEFT JOIN (SELECT SQL_BIG_RESULT `record_id` AS slotted_id, SUM(`count`) AS slotted_total
+	// SELECT `videos`.`id`,... FROM `videos` LEFT JOIN (SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total
 	//   FROM `slotted_counters` WHERE `record_type` = 'videos.views' GROUP BY `record_id`) `slotted_views`
 	//   ON `slotted_views`.slotted_id = CAST(`videos`.`id` AS CHAR)
 	//   WHERE title LIKE 'cats%' ORDER BY COALESCE(`slotted_views`.`slotted_total`, 0) DESC,id LIMIT 20 OFFSET 40

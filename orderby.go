@@ -15,8 +15,8 @@ import (
 // counter's totals, grouped per record, to the model's table,
 //
 //	SELECT `posts`.`id`,`posts`.`title` FROM `posts`
-//	LEFT JOIN (SELECT SQL_BIG_RESULT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
-//	           WHERE `record_type` = 'posts.likes' GROUP BY `record_id`) `slotted_likes`   -- SQL_BIG_RESULT: MySQL only
+//	LEFT JOIN (SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
+//	           WHERE `record_type` = 'posts.likes' GROUP BY `record_id`) `slotted_likes`
 //	  ON `slotted_likes`.`slotted_id` = CAST(`posts`.`id` AS CHAR)
 //	ORDER BY COALESCE(`slotted_likes`.`slotted_total`, 0) DESC LIMIT 10
 //
@@ -187,7 +187,10 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 //	WHERE record_type IN (...) GROUP BY record_id
 func (p *Plugin) totals(db *gorm.DB, types []any) *gorm.DB {
 	sel := "? AS slotted_id, SUM(?) AS slotted_total"
-	if p.dialect.bigResult {
+	if p.dialect.bigResult && len(types) > 1 {
+		// A window's rows come in (bucket, record) order, so MySQL groups them in a
+		// temporary table; one record_type's come in record order and group as they
+		// stream, which SQL_BIG_RESULT would replace by a sort of every row.
 		sel = "SQL_BIG_RESULT " + sel
 	}
 	return routed(db).Table(p.cfg.Table).

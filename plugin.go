@@ -120,9 +120,9 @@ type dialect struct {
 	// textType is what CAST(key AS ...) needs to compare a parent's key with
 	// record_id (OrderBy's join): CHAR on MySQL, TEXT elsewhere.
 	textType string
-	// bigResult: rankings group with SELECT SQL_BIG_RESULT (MySQL/MariaDB), by
-	// sorting rather than in a temporary table that spills to disk past
-	// tmp_table_size (a week's top of 100k records went from 41 s to 6 s).
+	// bigResult: windowed rankings group with SELECT SQL_BIG_RESULT
+	// (MySQL/MariaDB), by sorting rather than in a temporary table that spills
+	// to disk past tmp_table_size (a week's top of 100k records: 41 s -> 6 s).
 	bigResult bool
 }
 

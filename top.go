@@ -87,7 +87,7 @@ func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, err
 // largest first (ties: the larger record_id, as text, first), read from the
 // counter table alone:
 //
-//	SELECT SQL_BIG_RESULT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`  -- SQL_BIG_RESULT: MySQL only
+//	SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
 //	WHERE `record_type` = 'posts.likes' GROUP BY `record_id` ORDER BY `slotted_total` DESC,`slotted_id` DESC LIMIT 10
 //
 // So it ignores db's conditions, ranks only records that have counter rows,
