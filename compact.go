@@ -34,7 +34,7 @@ func Compact(db *gorm.DB, model any, counter string) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.compactRefs(db, []Ref{{c.recordType, id}}, true)
+	_, err = p.compactRefs(db, []Ref{{Type: c.recordType, ID: id}}, true)
 	return err
 }
 
@@ -68,7 +68,7 @@ func Reset(db *gorm.DB, model any, counter string, value int64) error {
 	if err != nil {
 		return err
 	}
-	if err := p.reset(db, Ref{c.recordType, id}, value); err != nil {
+	if err := p.reset(db, Ref{Type: c.recordType, ID: id}, value); err != nil {
 		return err
 	}
 	c.set(v, value)

@@ -90,6 +90,17 @@ type Config struct {
 	// context no single caller can cancel (a caller whose context ends while queued leaves with
 	// nothing written; once its delta is in a statement it waits for the outcome). Default: 30s.
 	BatchTimeout time.Duration
+
+	// Now is the clock of bucketed counters (`buckets:` tag option): a write counts into the bucket
+	// holding Now(), read once per write (a retried write stays in its bucket), and MaintainBuckets
+	// decides from it which buckets are closed or expired. Tests inject a fake clock here.
+	// Default: time.Now.
+	Now func() time.Time
+
+	// Location is where bucketed counters' days and months begin (local midnight), unless a
+	// counter's `tz:` tag option names another zone. Hour buckets are hours of this zone too; they
+	// are labelled in UTC. Default: time.UTC.
+	Location *time.Location
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$`)
@@ -141,6 +152,12 @@ func (c Config) withDefaults(galera bool) (Config, error) {
 	}
 	if c.BatchTimeout < 0 {
 		return c, fmt.Errorf("%w: BatchTimeout %v", ErrInvalidConfig, c.BatchTimeout)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Location == nil {
+		c.Location = time.UTC
 	}
 	if c.Slots < 1 || c.Slots > MaxSlots {
 		return c, fmt.Errorf("%w: Slots %d not in 1..%d", ErrInvalidConfig, c.Slots, MaxSlots)

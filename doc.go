@@ -48,6 +48,16 @@
 // flushed in the background, at the price of losing the unflushed ones in a
 // crash.
 //
+// # Buckets, rankings
+//
+// A counter tagged `slotted:"views;buckets:day"` (hour, day or month) also
+// counts each write into the current bucket, in the same statement as its
+// all-time total; CountBetween, Series and LoadBetween read windows of
+// buckets, MaintainBuckets compacts closed buckets and deletes expired ones
+// (keep:N). Top, TopBetween, TopRefs and the OrderBy, OrderByBetween and
+// WhereCounter scopes rank and filter a model's records by a counter inside
+// an ordinary gorm query.
+//
 // # Lifecycle
 //
 // Compact and CompactAll fold slot rows back into one row per counter, Reset

@@ -27,3 +27,9 @@ var (
 	// ErrCounterCache: a new record sets a counter-cache counter, which only its children may move.
 	ErrCounterCache = errors.New("slotted: counter caches are counted from their children")
 )
+
+// ErrInvalidArgument: an argument of a windowed read, Top or an ordering scope is out of range: a window
+// that ends before it starts or holds more than MaxWindowBuckets buckets, a counter without buckets: where
+// a window needs them, a sort direction other than ASC or DESC, a comparison operator, an N below 1, or a
+// Ref.Slots outside 0..MaxSlots.
+var ErrInvalidArgument = errors.New("slotted: invalid argument")

@@ -171,7 +171,7 @@ func ExampleExpireAfter() {
 
 func ExampleRefOf() {
 	ref, _ := slotted.RefOf(db, &Post{ID: 42}, "likes")
-	fmt.Printf("%+v\n", ref) // {Type:posts.likes ID:42}
+	fmt.Printf("%+v\n", ref) // {Type:posts.likes ID:42 Slots:100}: AddRef(db, ref, 1) writes as Add does
 }
 
 func ExampleCount() {

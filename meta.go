@@ -31,6 +31,8 @@ type counter struct {
 	kind       reflect.Kind
 	cache      string // column of the parent table RollUp writes the total to, or ""
 	cacheIndex []int  // that column's struct field
+
+	bucket *bucketing // the buckets: option (bucket.go), or nil
 }
 
 // modelResult caches a failed build too: a model's tags do not change at run time.
@@ -217,6 +219,9 @@ func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, ta
 	}
 	if c.slots == 0 {
 		c.slots = p.cfg.Slots
+	}
+	if c.bucket, err = p.buildBucketing(o.bucketTag, c.recordType); err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", s.Name, f.Name, err)
 	}
 	if o.cache != "" {
 		cf := s.LookUpField(o.cache)

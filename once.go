@@ -95,7 +95,7 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 	if err != nil {
 		return false, err
 	}
-	if applied, err = p.addOnce(db, Ref{c.recordType, id}, c.slots, delta, key, o); applied {
+	if applied, err = p.addOnce(db, Ref{Type: c.recordType, ID: id}, c.slots, delta, key, o); applied {
 		c.add(v, delta)
 	}
 	return applied, err
@@ -145,7 +145,7 @@ func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed boo
 	if err := checkOnceKey(key); err != nil {
 		return false, err
 	}
-	delta, removed, err := p.removeOnce(db, Ref{c.recordType, id}, c.slots, key)
+	delta, removed, err := p.removeOnce(db, Ref{Type: c.recordType, ID: id}, c.slots, key)
 	if removed {
 		c.add(v, -delta)
 	}

@@ -12,9 +12,18 @@ import (
 // A model counter's Ref is Type "<table>.<counter>" (or its tag's type:) and
 // ID the primary key as decimal text or string; RefOf computes it. Both are
 // valid UTF-8 without NUL bytes, 1..MaxKeyLen bytes.
+//
+// A bucket of a bucketed counter is a Ref too: Type "<record_type>@<label>",
+// e.g. "posts.views@2026-11-23" (see the buckets: tag option).
 type Ref struct {
 	Type string
 	ID   string
+	// Slots is how many slot rows AddRef spreads the counter's writes over.
+	// 0 means Config.Slots. RefOf sets it to the model counter's slots: tag
+	// option (or Config.Slots), so AddRef(db, ref, 1) with a ref from RefOf
+	// writes exactly as Add on the model does. Reads and compaction ignore it:
+	// they take every row the counter has.
+	Slots int
 }
 
 func (r Ref) validate() error {
@@ -24,7 +33,18 @@ func (r Ref) validate() error {
 	if err := checkKey("Ref.Type", r.Type); err != nil {
 		return err
 	}
+	if r.Slots < 0 || r.Slots > MaxSlots {
+		return fmt.Errorf("%w: Ref.Slots %d not in 0..%d", ErrInvalidArgument, r.Slots, MaxSlots)
+	}
 	return checkKey("Ref.ID", r.ID)
+}
+
+// slots is the slot count AddRef writes with.
+func (r Ref) slots(cfg Config) int {
+	if r.Slots > 0 {
+		return r.Slots
+	}
+	return cfg.Slots
 }
 
 // RefOf returns the Ref of a model's counter, for logging or for AddRef/CountRef.
@@ -37,7 +57,7 @@ func RefOf(db *gorm.DB, model any, counter string) (Ref, error) {
 	if err != nil {
 		return Ref{}, err
 	}
-	return Ref{Type: c.recordType, ID: id}, nil
+	return Ref{Type: c.recordType, ID: id, Slots: c.slots}, nil
 }
 
 // compareRefs orders counters by key, the order every multi-counter

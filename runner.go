@@ -37,6 +37,9 @@ type Runner struct {
 	// PruneKeys deletes AddOnce's expired keys (ExpireAfter) every pass, on the primary, 1000
 	// per statement. Keys without an expiry are never pruned.
 	PruneKeys bool
+	// Buckets, when non-nil, runs MaintainBuckets with these options for each of its Models every
+	// pass: closed buckets compacted, expired ones (keep: tag option) deleted.
+	Buckets *BucketOptions
 	// OnError receives every error of a pass. Default: the *gorm.DB's logger, at error level.
 	OnError func(error)
 	// OnPass, when set, is called after every pass with what it did.
@@ -50,6 +53,7 @@ type Pass struct {
 	Compact CompactProgress
 	RollUp  []RollUpProgress // in the order of Runner.RollUp
 	Pruned  int64            // expired once keys deleted (PruneKeys)
+	Buckets []BucketProgress // in the order of Runner.Buckets.Models
 	Err     error            // every error of the pass, joined
 }
 
@@ -59,8 +63,8 @@ func (r Runner) Run(ctx context.Context, db *gorm.DB) error {
 	if _, err := pluginOf(db); err != nil {
 		return err
 	}
-	if r.Compact == nil && len(r.RollUp) == 0 && !r.PruneKeys {
-		return fmt.Errorf("%w: Runner has nothing to do (set Compact, RollUp or PruneKeys)", ErrInvalidConfig)
+	if r.Compact == nil && len(r.RollUp) == 0 && !r.PruneKeys && r.Buckets == nil {
+		return fmt.Errorf("%w: Runner has nothing to do (set Compact, RollUp, PruneKeys or Buckets)", ErrInvalidConfig)
 	}
 	if r.Interval == 0 {
 		r.Interval = time.Minute
@@ -127,5 +131,6 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 			errs = append(errs, fmt.Errorf("prune keys: %w", err))
 		}
 	}
+	errs = append(errs, r.maintainBuckets(ctx, db, &pass)...)
 	return pass
 }

@@ -12,6 +12,8 @@ import (
 //	slotted:"likes;type:post_likes"       fixed record_type, so renaming the table keeps the counts
 //	slotted:"likes;slots:16"              16 slot rows instead of Config.Slots
 //	slotted:"likes;cache:likes_count"     RollUp writes the total into the posts.likes_count column
+//	slotted:"views;buckets:day"           also counted per day (hour, day, month; bucket.go)
+//	slotted:"views;buckets:day;tz:Europe/Berlin;keep:90"   days of Berlin, 90 of them kept
 //	slotted:""                            name taken from the field's column name (Likes -> likes)
 //
 // Options are separated by ';' and written key:value, as in gorm tags.
@@ -20,6 +22,7 @@ type tagOptions struct {
 	recordType string
 	slots      int
 	cache      string
+	bucketTag  // buckets:, tz:, keep: (bucket.go)
 }
 
 func parseTag(tag string) (tagOptions, error) {
@@ -52,8 +55,12 @@ func parseTag(tag string) (tagOptions, error) {
 			o.slots = n
 		case "cache":
 			o.cache = value
+		case "buckets", "tz", "keep":
+			if err := o.parseBucketOption(tag, key, value); err != nil {
+				return o, err
+			}
 		default:
-			return o, fmt.Errorf("%w: tag %q: unknown option %q (want type, slots, cache)", ErrInvalidConfig, tag, key)
+			return o, fmt.Errorf("%w: tag %q: unknown option %q (want type, slots, cache, buckets, tz, keep)", ErrInvalidConfig, tag, key)
 		}
 	}
 	return o, nil

@@ -41,14 +41,17 @@ func Add(db *gorm.DB, model any, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	if err := p.add(db, c.recordType, id, c.slots, delta); err != nil {
+	if err := p.writeCounter(db, c, id, delta); err != nil {
 		return err
 	}
 	c.add(v, delta)
 	return nil
 }
 
-// AddRef adds delta to the counter named by ref, spread over Config.Slots slots.
+// AddRef adds delta to the counter named by ref, spread over ref.Slots slot
+// rows (Config.Slots when 0; a Ref from RefOf carries the counter's slots:).
+// It writes exactly the rows ref names: for a bucketed counter's total and
+// current bucket together, use Add on the model (it needs only the key).
 //
 //	slotted.AddRef(db, slotted.Ref{Type: "123", ID: "456"}, 1)
 func AddRef(db *gorm.DB, ref Ref, delta int64) error {
@@ -59,7 +62,7 @@ func AddRef(db *gorm.DB, ref Ref, delta int64) error {
 	if err := ref.validate(); err != nil {
 		return err
 	}
-	return p.add(db, ref.Type, ref.ID, p.cfg.Slots, delta)
+	return p.add(db, ref.Type, ref.ID, ref.slots(p.cfg), delta)
 }
 
 // add writes delta to a counter: through the coalescer (coalesce.go) outside

@@ -187,7 +187,7 @@ func Example_refOf() {
 
 	ref, _ := slotted.RefOf(db, &Post{ID: 42}, "likes")
 	fmt.Printf("%+v\n", ref)
-	// Output: {Type:posts.likes ID:42}
+	// Output: {Type:posts.likes ID:42 Slots:100}
 }
 
 func Example_new() {
@@ -405,7 +405,7 @@ func Example_compactAll() {
 	slotted.Table(db).Count(&rows)
 	fmt.Println(rows)
 	// Output:
-	// <nil> 3 2 2 {downloads c}
+	// <nil> 3 2 2 {downloads c 0}
 	// 3
 }
 
@@ -642,4 +642,219 @@ func Example_addRefs() {
 	n, _ := slotted.CountRef(db, slotted.Ref{Type: "downloads", ID: "v1.3.0"})
 	fmt.Println(n)
 	// Output: 5
+}
+
+// exampleClock opens a fresh SQLite file whose plugin reads the time from
+// *now, with the pages table (Page: views per day, hits per hour, likes).
+func exampleClock(now *time.Time) (*gorm.DB, func()) {
+	db, done := exampleOpen(slotted.Config{Now: func() time.Time { return *now }})
+	if err := db.AutoMigrate(&Page{}, &PageComment{}); err != nil {
+		panic(err)
+	}
+	return db, done
+}
+
+func Example_countBetween() {
+	now := time.Date(2026, 11, 23, 23, 59, 59, 999e6, time.UTC)
+	db, done := exampleClock(&now)
+	defer done()
+
+	page := Page{Title: "Hello"}
+	db.Create(&page)
+	_ = slotted.Add(db, &page, "views", 3) // 23:59:59.999: the 23rd
+	now = now.Add(time.Millisecond)
+	_ = slotted.Add(db, &page, "views", 4) // 00:00: the 24th
+	day := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	n23, _ := slotted.CountBetween(db, &page, "views", day, day.AddDate(0, 0, 1))
+	both, _ := slotted.CountBetween(db, &page, "views", day, day.AddDate(0, 0, 2))
+	all, _ := slotted.Count(db, &page, "views")
+	fmt.Println(n23, both, all)
+	// Output: 3 7 7
+}
+
+func Example_series() {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	db, done := exampleClock(&now)
+	defer done()
+
+	page := Page{Title: "Hello"}
+	db.Create(&page)
+	_ = slotted.Add(db, &page, "views", 5)
+	now = now.AddDate(0, 0, -2)
+	_ = slotted.Add(db, &page, "views", 2)
+	from := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	days, _ := slotted.Series(db, &page, "views", from, from.AddDate(0, 0, 4))
+	for _, d := range days {
+		fmt.Println(d.Start.Format("01-02"), d.Count)
+	}
+	// Output:
+	// 11-20 0
+	// 11-21 2
+	// 11-22 0
+	// 11-23 5
+}
+
+func Example_loadBetween() {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	db, done := exampleClock(&now)
+	defer done()
+
+	pages := []Page{{Title: "a"}, {Title: "b"}}
+	db.Create(&pages)
+	_ = slotted.Add(db, &pages[0], "views", 10)
+	_ = slotted.Add(db, &pages[1], "views", 1)
+	now = now.AddDate(0, 0, -30)
+	_ = slotted.Add(db, &pages[1], "views", 100) // a month ago
+	db.Order("id").Find(&pages)
+	fmt.Println(pages[0].Views, pages[1].Views) // all-time
+	week := time.Date(2026, 11, 17, 0, 0, 0, 0, time.UTC)
+	_ = slotted.LoadBetween(db, &pages, week, week.AddDate(0, 0, 7), "views")
+	fmt.Println(pages[0].Views, pages[1].Views) // this week
+	// Output:
+	// 10 101
+	// 10 1
+}
+
+func Example_maintainBuckets() {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	db, done := exampleClock(&now)
+	defer done()
+
+	page := Page{Title: "Hello"}
+	db.Create(&page)
+	for day := 0; day < 10; day++ { // ten days of writes to recent (buckets:day;keep:3;slots:4)
+		for i := 0; i < 20; i++ {
+			_ = slotted.Increment(db, &page, "recent")
+		}
+		now = now.AddDate(0, 0, 1)
+	}
+	now = now.AddDate(0, 0, -1) // the 10th day is today
+	prog, err := slotted.MaintainBuckets(db, &page, slotted.BucketOptions{})
+	fmt.Println(err, prog.Compacted, prog.Expired)
+	kept, _ := slotted.CountBetween(db, &page, "recent", now.AddDate(0, 0, -9), now)
+	all, _ := slotted.Count(db, &page, "recent")
+	fmt.Println(kept, all)
+	// Output:
+	// <nil> 2 7
+	// 60 200
+}
+
+func Example_top() {
+	db, done := exampleClock(&time.Time{})
+	defer done()
+
+	pages := []Page{{Title: "a"}, {Title: "b"}, {Title: "c"}}
+	db.Create(&pages)
+	for i, n := range []int64{5, 9, 2} {
+		_ = slotted.Add(db, &pages[i], "likes", n)
+	}
+	top, _ := slotted.Top(db, &Page{}, "likes", 2)
+	for _, p := range top {
+		fmt.Println(p.Title, p.Likes)
+	}
+	// Output:
+	// b 9
+	// a 5
+}
+
+func Example_topBetween() {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	db, done := exampleClock(&now)
+	defer done()
+
+	pages := []Page{{Title: "old hit"}, {Title: "new"}}
+	db.Create(&pages)
+	_ = slotted.Add(db, &pages[1], "views", 30)
+	now = now.AddDate(0, -1, 0)
+	_ = slotted.Add(db, &pages[0], "views", 1000)
+	week := time.Date(2026, 11, 17, 0, 0, 0, 0, time.UTC)
+	top, _ := slotted.TopBetween(db, &Page{}, "views", 1, week, week.AddDate(0, 0, 7))
+	fmt.Println(top[0].Title, top[0].Views)
+	// Output: new 30
+}
+
+func Example_topRefs() {
+	db, done := exampleClock(&time.Time{})
+	defer done()
+
+	pages := []Page{{Title: "a"}, {Title: "b"}}
+	db.Create(&pages)
+	_ = slotted.Add(db, &pages[0], "likes", 3)
+	_ = slotted.Add(db, &pages[1], "likes", 8)
+	refs, _ := slotted.TopRefs(db, &Page{}, "likes", 10)
+	fmt.Printf("%+v\n", refs)
+	// Output: [{Ref:{Type:pages.likes ID:2 Slots:4} Total:8} {Ref:{Type:pages.likes ID:1 Slots:4} Total:3}]
+}
+
+func Example_topRefsBetween() {
+	now := time.Date(2026, 11, 23, 14, 30, 0, 0, time.UTC)
+	db, done := exampleClock(&now)
+	defer done()
+
+	pages := []Page{{Title: "a"}, {Title: "b"}}
+	db.Create(&pages)
+	_ = slotted.Add(db, &pages[0], "hits", 3) // hits: buckets:hour
+	_ = slotted.Add(db, &pages[1], "hits", 1)
+	now = now.Add(-3 * time.Hour)
+	_ = slotted.Add(db, &pages[1], "hits", 50)
+	refs, _ := slotted.TopRefsBetween(db, &Page{}, "hits", 1, time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC), time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC))
+	fmt.Println(refs[0].Ref.ID, refs[0].Total)
+	// Output: 1 3
+}
+
+func Example_orderBy() {
+	db, done := exampleClock(&time.Time{})
+	defer done()
+
+	pages := []Page{{Title: "a"}, {Title: "b"}, {Title: "c"}, {Title: "d"}}
+	db.Create(&pages)
+	_ = slotted.Add(db, &pages[2], "likes", 4)
+	_ = slotted.Add(db, &pages[0], "likes", 1)
+	db.Create(&PageComment{PageID: pages[2].ID, Body: "nice"})
+	var got []Page
+	db.Scopes(slotted.OrderBy(&Page{}, "likes", "DESC")).Order("id").Preload("Comments").Limit(3).Find(&got)
+	for _, p := range got {
+		fmt.Println(p.Title, p.Likes, len(p.Comments))
+	}
+	err := db.Scopes(slotted.OrderBy(&Page{}, "likes", "DESC; DROP TABLE pages")).Find(&got).Error
+	fmt.Println(errors.Is(err, slotted.ErrInvalidArgument))
+	// Output:
+	// c 4 1
+	// a 1 0
+	// b 0 0
+	// true
+}
+
+func Example_orderByBetween() {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	db, done := exampleClock(&now)
+	defer done()
+
+	pages := []Page{{Title: "a"}, {Title: "b"}}
+	db.Create(&pages)
+	_ = slotted.Add(db, &pages[0], "views", 2)
+	_ = slotted.Add(db, &pages[1], "views", 5)
+	now = now.AddDate(0, 0, -10)
+	_ = slotted.Add(db, &pages[0], "views", 100)
+	var got []Page
+	week := time.Date(2026, 11, 17, 0, 0, 0, 0, time.UTC)
+	db.Scopes(slotted.OrderByBetween(&Page{}, "views", "DESC", week, week.AddDate(0, 0, 7))).Find(&got)
+	fmt.Println(got[0].Title, got[1].Title)
+	// Output: b a
+}
+
+func Example_whereCounter() {
+	db, done := exampleClock(&time.Time{})
+	defer done()
+
+	pages := []Page{{Title: "a"}, {Title: "b"}, {Title: "c"}}
+	db.Create(&pages)
+	_ = slotted.Add(db, &pages[1], "likes", 10)
+	_ = slotted.Add(db, &pages[2], "likes", 3)
+	var popular []Page
+	var n int64
+	db.Model(&Page{}).Scopes(slotted.WhereCounter(&Page{}, "likes", ">=", 3)).Count(&n)
+	db.Scopes(slotted.WhereCounter(&Page{}, "likes", ">=", 3), slotted.OrderBy(&Page{}, "likes", "ASC")).Find(&popular)
+	fmt.Println(n, popular[0].Title, popular[1].Title)
+	// Output: 2 c b
 }

@@ -22,7 +22,7 @@ func TestUUIDKeys(t *testing.T) {
 		}
 		ref, err := slotted.RefOf(db, &docs[0], "reads")
 		require.NoError(t, err)
-		assert.Equal(t, slotted.Ref{Type: "docs.reads", ID: docs[0].ID.String()}, ref)
+		assert.Equal(t, slotted.Ref{Type: "docs.reads", ID: docs[0].ID.String(), Slots: slotted.DefaultSlots}, ref)
 
 		var got []Doc
 		require.NoError(t, db.Find(&got, "id IN ?", []uuid.UUID{docs[0].ID, docs[1].ID}).Error)

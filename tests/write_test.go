@@ -77,7 +77,7 @@ func TestRefsAndRecordTypes(t *testing.T) {
 
 		ref, err := slotted.RefOf(db, &post, "likes")
 		require.NoError(t, err)
-		assert.Equal(t, slotted.Ref{Type: "posts.likes", ID: itoa(post.ID)}, ref)
+		assert.Equal(t, slotted.Ref{Type: "posts.likes", ID: itoa(post.ID), Slots: slotted.DefaultSlots}, ref)
 
 		ref, err = slotted.RefOf(db, &post, "stars")
 		require.NoError(t, err)

@@ -1,0 +1,198 @@
+package slotted
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// BucketOptions configures MaintainBuckets, and Runner.Buckets.
+type BucketOptions struct {
+	// Models lists the models whose bucketed counters a Runner maintains
+	// (Runner.Buckets only: MaintainBuckets takes its model as an argument).
+	Models []any
+	// Closed is how many of each counter's most recent closed buckets are
+	// compacted per run, newest first. A bucket keeps receiving late writes
+	// for a moment after it closes (a request that read the clock just before
+	// midnight); 2 covers those, and compacting a bucket again only costs a
+	// scan of its rows. Default: 2.
+	Closed int
+	// BatchSize is how many counters one compaction transaction folds, and
+	// how many slot rows one retention DELETE removes. Default: 500.
+	BatchSize int
+}
+
+// BucketProgress reports a MaintainBuckets run (or a Runner pass's, per model).
+type BucketProgress struct {
+	Compacted   int   // counters (one record's one bucket) with more than one row, folded into one
+	RowsRemoved int64 // slot rows removed by compaction
+	Expired     int   // buckets deleted by retention
+	RowsExpired int64 // slot rows they held
+}
+
+// MaintainBuckets compacts and expires the buckets of model's bucketed counters:
+//
+//   - the Closed (default 2) most recent closed buckets of each counter are
+//     compacted to one row per record, as CompactAll does (exact under
+//     concurrent writes; a late write into a compacted bucket adds a slot row
+//     and stays counted);
+//   - with the keep:N tag option, buckets older than the N most recent (the
+//     current one included) are deleted, BatchSize slot rows per DELETE.
+//     The all-time total is a row set of its own and is not affected.
+//
+// Which buckets are closed or expired is decided by Config.Now. A Runner with
+// Buckets set calls it every pass; it is safe to run from several processes.
+//
+//	slotted.MaintainBuckets(db, &Post{}, slotted.BucketOptions{})
+//	// compaction: CompactAll of record_type 'posts.views@2026-11-22', then '...@2026-11-21'
+//	// retention (keep:90), per expired bucket:
+//	// SELECT MIN(record_type) FROM slotted_counters WHERE record_type > 'posts.views@' AND record_type < 'posts.views@2026-08-26'
+//	// SELECT record_id, slot FROM slotted_counters WHERE record_type = 'posts.views@2026-08-25' ORDER BY record_id, slot LIMIT 500
+//	// DELETE FROM slotted_counters WHERE record_type = 'posts.views@2026-08-25' AND record_id = '1' AND slot IN (0,3) OR ...
+func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress, error) {
+	var prog BucketProgress
+	p, err := pluginOf(db)
+	if err != nil {
+		return prog, err
+	}
+	if opts.Closed, err = batchSize(opts.Closed, 2, "BucketOptions.Closed"); err != nil {
+		return prog, err
+	}
+	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "BucketOptions.BatchSize"); err != nil {
+		return prog, err
+	}
+	m, err := p.modelArg(db, model)
+	if err != nil {
+		return prog, err
+	}
+	counters, err := m.bucketed(nil)
+	if err != nil {
+		return prog, err
+	}
+	now := p.cfg.Now()
+	ctx := contextOf(db)
+	for _, c := range counters {
+		cur := c.bucket.of(now)
+		closed := cur
+		for range opts.Closed {
+			if err := ctx.Err(); err != nil {
+				return prog, err
+			}
+			closed = c.bucket.back(closed, 1)
+			cp, err := CompactAll(db, CompactOptions{RecordType: bucketType(c.recordType, closed.label), BatchSize: opts.BatchSize})
+			prog.Compacted += cp.Counters
+			prog.RowsRemoved += cp.RowsRemoved
+			if err != nil {
+				return prog, err
+			}
+		}
+		if c.bucket.keep > 0 {
+			oldest := c.bucket.back(cur, c.bucket.keep-1)
+			if err := p.expire(ctx, db, c, oldest.label, opts.BatchSize, &prog); err != nil {
+				return prog, err
+			}
+		}
+	}
+	return prog, nil
+}
+
+// expire deletes counter c's buckets older than the bucket labelled keep.
+// It walks the bucket record_types below keep one index seek at a time
+// (MIN(record_type) after the last one), and checks each in Go: it must be a
+// label c writes and older than keep. So a record_type that sorts into the
+// range only under the database's collation (another counter's "posts.views2"
+// under a natural-language collation) is never touched.
+func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *counter, keep string, batch int, prog *BucketProgress) error {
+	prefix := c.recordType + "@"
+	rt := clause.Column{Name: "record_type"}
+	after, below := prefix, bucketType(c.recordType, keep)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var next sql.NullString
+		err := routed(db).Table(p.cfg.Table).Select("MIN(?)", rt).
+			Where(clause.Gt{Column: rt, Value: after}).Where(clause.Lt{Column: rt, Value: below}).
+			Row().Scan(&next)
+		if err != nil {
+			return err
+		}
+		if !next.Valid {
+			return nil
+		}
+		after = next.String
+		label, ok := strings.CutPrefix(next.String, prefix)
+		if !ok || !c.bucket.valid(label) || label >= keep {
+			continue
+		}
+		rows, err := p.deleteBucket(ctx, db, next.String, batch)
+		prog.RowsExpired += rows
+		if err != nil {
+			return err
+		}
+		prog.Expired++
+	}
+}
+
+// deleteBucket deletes every slot row of one record_type, batch rows per
+// DELETE, walking them in key order. A row written behind the walk (a write
+// into an expired bucket, which only a clock far behind would make) is left
+// for the next run.
+func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType string, batch int) (int64, error) {
+	rt, rid, slot := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "slot"}
+	var removed int64
+	var last *SlottedCounter
+	for {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		q := routed(db).Table(p.cfg.Table).Select("record_id", "slot").Where(clause.Eq{Column: rt, Value: recordType})
+		if last != nil {
+			q = q.Where(clause.Or(clause.Gt{Column: rid, Value: string(last.RecordID)},
+				clause.And(clause.Eq{Column: rid, Value: string(last.RecordID)}, clause.Gt{Column: slot, Value: last.Slot})))
+		}
+		var rows []SlottedCounter
+		err := q.Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: rid}, {Column: slot}}}).Limit(batch).Find(&rows).Error
+		if err != nil {
+			return removed, err
+		}
+		if len(rows) == 0 {
+			return removed, nil
+		}
+		for i := range rows {
+			rows[i].RecordType = Key(recordType)
+		}
+		res := routed(db).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
+		if res.Error != nil {
+			return removed, res.Error
+		}
+		removed += res.RowsAffected
+		if len(rows) < batch {
+			return removed, nil
+		}
+		last = &rows[len(rows)-1]
+	}
+}
+
+// maintainBuckets is a Runner pass's bucket work.
+func (r Runner) maintainBuckets(ctx context.Context, db *gorm.DB, pass *Pass) []error {
+	if r.Buckets == nil {
+		return nil
+	}
+	var errs []error
+	for _, model := range r.Buckets.Models {
+		if ctx.Err() != nil {
+			break
+		}
+		prog, err := MaintainBuckets(db, model, *r.Buckets)
+		pass.Buckets = append(pass.Buckets, prog)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("buckets of %T: %w", model, err))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,188 @@
+package slotted
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// RefTotal is a counter and its total, as TopRefs ranks them.
+type RefTotal struct {
+	Ref   Ref
+	Total int64
+}
+
+// Top returns the n records of model's type with the largest total of a
+// counter, largest first (ties: the larger primary key first), with their
+// counters filled.
+// db may carry conditions, which select the candidates:
+//
+//	top, err := slotted.Top(db, &Post{}, "likes", 10)                      // []Post
+//	top, err = slotted.Top(db.Where("author_id = ?", 7), &Post{}, "likes", 10)
+//
+// It is one query (plus auto-fill's): the records ordered by OrderBy, or,
+// when the counter has a cache: column, by that column, which is as fresh as
+// the last RollUp but read from the parent table alone (put an index on it):
+//
+//	SELECT * FROM `posts` ORDER BY `posts`.`likes_count` DESC,`posts`.`id` DESC LIMIT 10
+//
+// Without a cache column the database sums all the counter's slot rows first:
+// its cost grows with the rows of the counter, not with n (BENCHMARKS.md).
+// Records without counter rows rank as 0. n < 1 is ErrInvalidArgument.
+func Top[T any](db *gorm.DB, model *T, counter string, n int) ([]T, error) {
+	return top(db, model, counter, n, nil)
+}
+
+// TopBetween is Top over a bucketed counter's window: the n records with the
+// largest total over the buckets overlapping [from, to) ("top 10 this week"),
+// ranked by OrderByBetween. The counter's field holds that window's total
+// (one LoadBetween), the other counters their all-time totals.
+func TopBetween[T any](db *gorm.DB, model *T, counter string, n int, from, to time.Time) ([]T, error) {
+	return top(db, model, counter, n, &span{from, to})
+}
+
+func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: Top n %d", ErrInvalidArgument, n)
+	}
+	m, err := p.modelArg(db, model)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.counter(counter)
+	if err != nil {
+		return nil, err
+	}
+	q := db
+	switch {
+	case w == nil && c.cache != "":
+		q = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.cache}, Desc: true})
+	case w == nil:
+		q = q.Scopes(OrderBy(model, counter, "DESC"))
+	default:
+		q = q.Scopes(OrderByBetween(model, counter, "DESC", w.from, w.to))
+	}
+	var out []T
+	// Ties: the larger key first, so that ORDER BY cache DESC, id DESC can walk an index on the cache column backwards.
+	err = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Desc: true}).Limit(n).Find(&out).Error
+	if err != nil {
+		return nil, err
+	}
+	if w != nil && len(out) > 0 {
+		if err := LoadBetween(db, &out, w.from, w.to, counter); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// TopRefs returns the n counters of model's counter with the largest totals,
+// largest first (ties: the larger record_id, as text, first), read from the
+// counter table alone:
+//
+//	SELECT `record_id` AS slotted_id, SUM(`count`) AS slotted_total FROM `slotted_counters`
+//	WHERE `record_type` = 'posts.likes' GROUP BY `record_id` ORDER BY `slotted_total` DESC,`slotted_id` DESC LIMIT 10
+//
+// So it ignores db's conditions, ranks only records that have counter rows,
+// and includes counters whose record was deleted without the plugin (see
+// Sweep). With a cache: column it reads that column instead (SELECT id,
+// likes_count FROM posts ORDER BY likes_count DESC, id DESC LIMIT 10). The Refs
+// name the counter (Type "posts.likes") and carry its Slots, as RefOf does.
+func TopRefs(db *gorm.DB, model any, counter string, n int) ([]RefTotal, error) {
+	return topRefs(db, model, counter, n, nil)
+}
+
+// TopRefsBetween is TopRefs over a bucketed counter's window: the totals over
+// the buckets overlapping [from, to); the cache column is never used.
+func TopRefsBetween(db *gorm.DB, model any, counter string, n int, from, to time.Time) ([]RefTotal, error) {
+	return topRefs(db, model, counter, n, &span{from, to})
+}
+
+func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: TopRefs n %d", ErrInvalidArgument, n)
+	}
+	m, err := p.modelArg(db, model)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.counter(counter)
+	if err != nil {
+		return nil, err
+	}
+	if w == nil && c.cache != "" {
+		return p.topCached(db, m, c, n)
+	}
+	types := []any{c.recordType}
+	if w != nil {
+		if c.bucket == nil {
+			return nil, notBucketed(c)
+		}
+		buckets, err := c.bucket.between(w.from, w.to)
+		if err != nil {
+			return nil, err
+		}
+		types = anys(bucketTypes(c, buckets))
+	}
+	tx := p.totals(db, types).
+		Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: clause.Column{Name: "slotted_total"}, Desc: true}, {Column: clause.Column{Name: "slotted_id"}, Desc: true}}}).
+		Limit(n)
+	rows, err := tx.Rows()
+	if tx.DryRun {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []RefTotal
+	for rows.Next() {
+		r := RefTotal{Ref: Ref{Type: c.recordType, Slots: c.slots}}
+		if err := rows.Scan(&r.Ref.ID, &r.Total); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// topCached ranks by the cache column of the parent table.
+func (p *Plugin) topCached(db *gorm.DB, m *modelMeta, c *counter, n int) ([]RefTotal, error) {
+	found := reflect.New(reflect.SliceOf(m.typ))
+	err := WithoutFill(routed(db)).Model(reflect.New(m.typ).Interface()).Select(m.key.column, c.cache).
+		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.cache}, Desc: true}).
+		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Desc: true}).
+		Limit(n).Find(found.Interface()).Error
+	if err != nil {
+		return nil, err
+	}
+	var out []RefTotal
+	for i := range found.Elem().Len() {
+		s := found.Elem().Index(i)
+		id, err := m.key.id(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.typ, err)
+		}
+		r := RefTotal{Ref: Ref{Type: c.recordType, ID: id, Slots: c.slots}}
+		if f, ok := fieldAt(s, c.cacheIndex); ok {
+			if f.CanInt() {
+				r.Total = f.Int()
+			} else {
+				r.Total = int64(min(f.Uint(), 1<<63-1))
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,231 @@
+package slotted
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Windowed reads of bucketed counters: the buckets overlapping [from, to)
+// are enumerated in Go and read by their exact record_types, never by a
+// range of record_type (whose order would depend on the database's
+// collation). Each read is one statement per 500 buckets (and, for
+// LoadBetween, per windowCells/buckets records), so a window never
+// degenerates into a scan of other buckets or other records.
+
+const (
+	// typeChunk bounds the record_types in one IN list.
+	typeChunk = 500
+	// windowCells bounds buckets × records in one statement: MariaDB's range
+	// optimizer builds one range per pair, and gives up on the index (scanning
+	// the whole bucket range) when they exceed its memory budget.
+	windowCells = 10000
+)
+
+// Bucket is one bucket of a Series: the count of the writes made in [Start, End).
+type Bucket struct {
+	Start, End time.Time // in the counter's time zone
+	Count      int64
+}
+
+// CountBetween returns the total of a bucketed counter over the buckets that
+// overlap [from, to): the bucket holding from, up to the one holding the last
+// instant before to. With from and to on bucket boundaries (midnights of the
+// counter's zone for buckets:day) that is exactly the writes made in [from, to).
+//
+//	week, err := slotted.CountBetween(db, &post, "views", now.AddDate(0, 0, -6), now)
+//	// SELECT `record_id`, SUM(`count`) FROM `slotted_counters` WHERE `record_type` IN
+//	//   ('posts.views@2026-11-17',...,'posts.views@2026-11-23') AND `record_id` = '42' GROUP BY `record_id`
+//
+// A counter without the buckets: tag option, or a window of more than
+// MaxWindowBuckets buckets, returns ErrInvalidArgument.
+func CountBetween(db *gorm.DB, model any, counter string, from, to time.Time) (int64, error) {
+	p, c, id, buckets, err := window(db, model, counter, from, to)
+	if err != nil || len(buckets) == 0 {
+		return 0, err
+	}
+	totals := map[string]int64{}
+	if err := p.windowSums(db, bucketTypes(c, buckets), []string{id}, false, totals); err != nil {
+		return 0, err
+	}
+	return totals[id], nil
+}
+
+// Series returns a bucketed counter's buckets that overlap [from, to),
+// oldest first, with 0 for buckets without writes.
+//
+//	days, err := slotted.Series(db, &post, "views", now.AddDate(0, 0, -6), now)
+//	// SELECT `record_type`, SUM(`count`) FROM `slotted_counters` WHERE `record_type` IN
+//	//   ('posts.views@2026-11-17',...) AND `record_id` = '42' GROUP BY `record_type`
+//	// days[6].Start is today's midnight, days[6].Count today's views
+func Series(db *gorm.DB, model any, counter string, from, to time.Time) ([]Bucket, error) {
+	p, c, id, buckets, err := window(db, model, counter, from, to)
+	if err != nil {
+		return nil, err
+	}
+	types := bucketTypes(c, buckets)
+	totals := map[string]int64{}
+	if err := p.windowSums(db, types, []string{id}, true, totals); err != nil {
+		return nil, err
+	}
+	out := make([]Bucket, len(buckets))
+	for i, b := range buckets {
+		out[i] = Bucket{Start: b.start, End: b.end, Count: totals[types[i]]}
+	}
+	return out, nil
+}
+
+// LoadBetween is Load for a window: it sets the named bucketed counters (all
+// of the model's bucketed counters when none are named) of every record in
+// models to their totals over the buckets overlapping [from, to), as
+// CountBetween reads them, with one statement per counter and 1000 records
+// (fewer records per statement for windows of more than 10 buckets) rather
+// than one per record.
+//
+//	slotted.LoadBetween(db, &posts, weekAgo, now, "views") // posts[i].Views: this week's views
+//	// SELECT `record_id`, SUM(`count`) FROM `slotted_counters` WHERE `record_type` IN (...7 days...)
+//	//   AND `record_id` IN ('1','2','3') GROUP BY `record_id`
+func LoadBetween(db *gorm.DB, models any, from, to time.Time, counters ...string) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	m, elem, err := p.modelsArg(db, models)
+	if err != nil {
+		return err
+	}
+	selected, err := m.bucketed(counters)
+	if err != nil {
+		return err
+	}
+	windows := make([][]bucket, len(selected))
+	for i, c := range selected {
+		if windows[i], err = c.bucket.between(from, to); err != nil {
+			return err
+		}
+	}
+	rs, err := m.records(elem, true)
+	if err != nil || len(rs.ids) == 0 {
+		return err
+	}
+	for i, c := range selected {
+		totals := make(map[string]int64, len(rs.ids))
+		if err := p.windowSums(db, bucketTypes(c, windows[i]), rs.ids, false, totals); err != nil {
+			return err
+		}
+		for id, structs := range rs.byID {
+			for _, s := range structs {
+				c.set(s, totals[id])
+			}
+		}
+	}
+	return nil
+}
+
+// window resolves a windowed read of one record's counter.
+func window(db *gorm.DB, model any, counter string, from, to time.Time) (p *Plugin, c *counter, id string, buckets []bucket, err error) {
+	if p, err = pluginOf(db); err != nil {
+		return
+	}
+	if c, _, id, err = p.target(db, model, counter); err != nil {
+		return
+	}
+	if c.bucket == nil {
+		err = notBucketed(c)
+		return
+	}
+	buckets, err = c.bucket.between(from, to)
+	return
+}
+
+func notBucketed(c *counter) error {
+	return fmt.Errorf("%w: counter %q has no buckets: tag option", ErrInvalidArgument, c.name)
+}
+
+// bucketed returns the named counters (all bucketed ones when names is empty), which must have buckets.
+func (m *modelMeta) bucketed(names []string) ([]*counter, error) {
+	if len(names) == 0 {
+		var out []*counter
+		for _, c := range m.counters {
+			if c.bucket != nil {
+				out = append(out, c)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w: no counter of %s has a buckets: tag option", ErrInvalidArgument, m.typ)
+		}
+		return out, nil
+	}
+	out, err := m.selected(names)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range out {
+		if c.bucket == nil {
+			return nil, notBucketed(c)
+		}
+	}
+	return out, nil
+}
+
+// bucketTypes returns the record_types of counter c's buckets.
+func bucketTypes(c *counter, buckets []bucket) []string {
+	types := make([]string, len(buckets))
+	for i, b := range buckets {
+		types[i] = bucketType(c.recordType, b.label)
+	}
+	return types
+}
+
+// windowSums adds SUM(count) over the given record_types for the given
+// records into `into`, keyed by record_id, or by record_type when perBucket.
+func (p *Plugin) windowSums(db *gorm.DB, types, ids []string, perBucket bool, into map[string]int64) error {
+	group := clause.Column{Name: "record_id"}
+	if perBucket {
+		group = clause.Column{Name: "record_type"}
+	}
+	for tchunk := range slices.Chunk(types, typeChunk) {
+		for ichunk := range slices.Chunk(ids, max(1, min(loadChunk, windowCells/len(tchunk)))) {
+			tx := routed(db)
+			rows, err := tx.Table(p.cfg.Table).
+				Select("?, SUM(?)", group, clause.Column{Name: "count"}).
+				Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: anys(tchunk)}).
+				Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: anys(ichunk)}).
+				Group(group.Name).Rows()
+			if tx.DryRun {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var key string
+				var n int64
+				if err := rows.Scan(&key, &n); err != nil {
+					rows.Close()
+					return err
+				}
+				into[key] += n
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// anys turns strings into bind values.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
