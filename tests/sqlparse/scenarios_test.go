@@ -261,6 +261,16 @@ var scenarios = []scenario{
 		want(t, db, slotted.Ref{Type: "posts.likes", ID: "1"}, 0)
 	}},
 
+	{name: "AddEach, AddMany: bulk multi-row upserts", vitess: someShards, run: func(t *testing.T, db *gorm.DB) {
+		must(t, slotted.AddEach(db, &Post{ID: 1}, map[string]int64{"likes": 1, "views": 2}))
+		posts := []Post{{ID: 1}, {ID: 2}, {ID: 3}}
+		must(t, slotted.AddMany(db, &posts, "likes", 1))
+		want(t, db, slotted.Ref{Type: "posts.likes", ID: "1"}, 2)
+	}},
+	{name: "AddWhere: INSERT ... SELECT over a query's records", vitess: allShards, setup: seed, run: func(t *testing.T, db *gorm.DB) {
+		must(t, slotted.AddWhere(db.Model(&Post{}).Where("author_id = ?", 1), "views", 1))
+	}},
+
 	// Diagnostics live in the diagnose subpackage.
 	{name: "Diagnose: defaults", vitess: allShards, setup: seed, run: func(t *testing.T, db *gorm.DB) {
 		d, err := diagnose.Run(db, diagnose.Options{})
