@@ -38,8 +38,7 @@ func renderBucketed(db *gorm.DB, table string) (statements, error) {
 		{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta},
 		{RecordType: markBucket, RecordID: markID, Slot: markSlot, Count: markDelta},
 	}
-	// The overflow guard as in the plain upsert (SQLite; see overflow.go).
-	up := tx.Clauses(upsertClause(dialectOf(db.Dialector).guardedUpsert)).Create(&rows)
+	up := tx.Clauses(upsertClause(false)).Create(&rows)
 	if up.Error != nil {
 		return s, fmt.Errorf("slotted: rendering bucketed upsert: %w", up.Error)
 	}
@@ -92,10 +91,6 @@ func (p *Plugin) writeCounter(db *gorm.DB, c *counter, id string, delta int64) e
 		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
 		inherit(tx.Statement, db.Statement, true)
 		tx.Statement.SQL.WriteString(p.bucketSQL.upsert)
-		res := db.Callback().Raw().Execute(tx)
-		if res.Error == nil && p.dialect.guardedUpsert && !res.DryRun && res.RowsAffected < 2 {
-			return fmt.Errorf("%w: adding %d to a slot of %s", ErrOverflow, delta, c.recordType)
-		}
-		return overflowed(res.Error)
+		return overflowed(db.Callback().Raw().Execute(tx).Error)
 	})
 }

@@ -151,9 +151,7 @@ func (p *Plugin) writeRows(db *gorm.DB, rows []batchRow) error {
 // single statement is retried on lock conflicts, and several run in a write
 // transaction retried as a whole, so the rows are written all or none.
 func (p *Plugin) upsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, inTx bool, rows []batchRow) error {
-	// On SQLite an overflowing row is skipped, not failed (execRows reports
-	// it), so even one statement runs in a transaction that the error rolls back.
-	if shapeFloor(min(len(rows), maxBatchRows)) == len(rows) && !p.dialect.guardedUpsert {
+	if shapeFloor(min(len(rows), maxBatchRows)) == len(rows) {
 		return p.withRetry(ctx, inTx, func() error { return p.execRows(db, pool, ctx, rows) })
 	}
 	run := func(tx *gorm.DB) error {
@@ -227,7 +225,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		inherit(tx.Statement, db.Statement, false)
 		tx.Statement.AddClause(clause.Insert{Table: clause.Table{Name: p.cfg.Table}})
 		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: c.recordType, key: m.key.column, slots: c.slots, delta: delta, src: src})
-		tx.Statement.AddClause(addClause(p.dialect.guardedUpsert, delta))
+		tx.Statement.AddClause(addClause(false, delta))
 		tx.Statement.Build("INSERT", "VALUES", "ON CONFLICT")
 		if tx.Error != nil {
 			return 0, tx.Error
@@ -235,25 +233,9 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		res := db.Callback().Raw().Execute(tx)
 		return res.RowsAffected, overflowed(res.Error)
 	}
-	if !p.dialect.guardedUpsert {
-		pool, inTx := p.pool(db)
-		ctx := contextOf(db)
-		return p.withRetry(ctx, inTx, func() error { _, err := exec(pool, ctx); return err })
-	}
-	// SQLite: a guarded row that would overflow is skipped, not failed, so the
-	// rows written are checked against the rows selected, under the write
-	// lock, and a shortfall rolls the whole statement back.
-	return p.writeTx(db, func(tx *gorm.DB) error {
-		var want int64
-		if err := tx.Table("(?) AS slotted_src", src).Count(&want).Error; err != nil {
-			return err
-		}
-		got, err := exec(tx.Statement.ConnPool, contextOf(tx))
-		if err == nil && got != want {
-			err = fmt.Errorf("%w: AddWhere of %d to %s", ErrOverflow, delta, c.recordType)
-		}
-		return err
-	})
+	pool, inTx := p.pool(db)
+	ctx := contextOf(db)
+	return p.withRetry(ctx, inTx, func() error { _, err := exec(pool, ctx); return err })
 }
 
 // addClause is the upsert's update for a delta known when the statement is

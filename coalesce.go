@@ -78,10 +78,7 @@ type waiter struct {
 // written directly: inside the caller's transaction (nothing is coalesced
 // there), with coalescing off, in DryRun, or on a pool that cannot be a map key.
 func (p *Plugin) coalescerFor(db *gorm.DB, pool gorm.ConnPool, inTx bool) *coalescer {
-	// SQLite has one writer, so batches gain little there, and its guarded
-	// upsert skips an overflowing row instead of failing the statement: a
-	// batch could not fail only the caller whose slot overflowed.
-	if inTx || p.cfg.DisableCoalescing || db.DryRun || p.dialect.guardedUpsert {
+	if inTx || p.cfg.DisableCoalescing || db.DryRun {
 		return nil
 	}
 	if t := reflect.TypeOf(pool); t == nil || !t.Comparable() {
