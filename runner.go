@@ -10,7 +10,8 @@ import (
 )
 
 // Runner is a background job for applications without a cron: every Interval
-// it compacts counters and/or rolls cached columns up, until its context ends.
+// it compacts counters, rolls cached columns up and/or maintains bucketed
+// counters (MaintainBuckets), until its context ends.
 //
 //	r := slotted.Runner{
 //		Interval: time.Minute,
