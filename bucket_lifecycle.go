@@ -166,11 +166,15 @@ func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType strin
 		for i := range rows {
 			rows[i].RecordType = Key(recordType)
 		}
-		res := routed(db).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
-		if res.Error != nil {
-			return removed, res.Error
+		// Deleting named rows is idempotent: retried on lock conflicts like a write.
+		err = p.withRetry(ctx, inTransaction(db), func() error {
+			res := routed(db).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
+			removed += res.RowsAffected
+			return res.Error
+		})
+		if err != nil {
+			return removed, err
 		}
-		removed += res.RowsAffected
 		if len(rows) < batch {
 			return removed, nil
 		}

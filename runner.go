@@ -10,8 +10,8 @@ import (
 )
 
 // Runner is a background job for applications without a cron: every Interval
-// it compacts counters, rolls cached columns up and/or prunes AddOnce's expired
-// keys, until its context ends.
+// it compacts counters, rolls cached columns up, prunes AddOnce's expired keys
+// and/or maintains bucketed counters (MaintainBuckets), until its context ends.
 //
 //	r := slotted.Runner{
 //		Interval: time.Minute,
