@@ -94,3 +94,13 @@ func (p *Plugin) writeCounter(db *gorm.DB, c *counter, id string, delta int64) e
 		return overflowed(db.Callback().Raw().Execute(tx).Error)
 	})
 }
+
+// unbucketed refuses a bucketed counter in the writes that know only a
+// counter's total row (bulk writes, AddOnce, Buffer): they would count the
+// total but not the bucket.
+func (c *counter) unbucketed(what string) error {
+	if c.bucket != nil {
+		return fmt.Errorf("%w: %s of the bucketed counter %q: use Add, which writes the total and the bucket", ErrInvalidArgument, what, c.name)
+	}
+	return nil
+}

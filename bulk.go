@@ -46,6 +46,9 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 	)
 	for _, name := range names {
 		c, sv, id, err := p.target(db, model, name)
+		if err == nil {
+			err = c.unbucketed("AddEach")
+		}
 		if err != nil {
 			return err
 		}
@@ -93,6 +96,9 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 		return err
 	}
 	c, err := m.counter(counter)
+	if err == nil {
+		err = c.unbucketed("AddMany")
+	}
 	if err != nil {
 		return err
 	}
@@ -202,6 +208,9 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		return err
 	}
 	c, err := m.counter(counter)
+	if err == nil {
+		err = c.unbucketed("AddWhere")
+	}
 	if err != nil {
 		return err
 	}

@@ -190,6 +190,9 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 		return err
 	}
 	c, err := parent.counter(counter)
+	if err == nil && c.bucket != nil {
+		err = fmt.Errorf("%w: counter %q is bucketed; a counter cache keeps a plain counter", ErrInvalidConfig, counter)
+	}
 	if err != nil {
 		return err
 	}

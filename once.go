@@ -88,6 +88,9 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 		return false, fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
 	}
 	c, v, id, err := p.target(db, model, counter)
+	if err == nil {
+		err = c.unbucketed("AddOnce/RemoveOnce")
+	}
 	if err != nil {
 		return false, err
 	}
@@ -139,6 +142,9 @@ func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed boo
 		return false, fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
 	}
 	c, v, id, err := p.target(db, model, counter)
+	if err == nil {
+		err = c.unbucketed("AddOnce/RemoveOnce")
+	}
 	if err != nil {
 		return false, err
 	}

@@ -142,6 +142,9 @@ func (b *Buffer) Add(model any, counter string, delta int64) error {
 		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
 	}
 	c, v, id, err := b.p.target(b.db, model, counter)
+	if err == nil {
+		err = c.unbucketed("Buffer.Add")
+	}
 	if err != nil {
 		return err
 	}
