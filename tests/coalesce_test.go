@@ -394,6 +394,11 @@ func TestCoalescedCancellation(t *testing.T) {
 // still run (they never queue behind it) and are not counted as batched.
 func TestCoalescingBypassesTransactions(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		// Each writer's transaction holds a connection: cap them below the
+		// server's max_connections (MariaDB's default is 151).
+		sqlDB, err := db.DB()
+		require.NoError(t, err)
+		sqlDB.SetMaxOpenConns(24)
 		post := Post{Title: "tx"}
 		require.NoError(t, db.Create(&post).Error)
 		on, started, release := held(1)
