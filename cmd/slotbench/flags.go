@@ -21,10 +21,11 @@ const (
 	// defaultMaxOps bounds a cell by count as well as by time, so a very fast
 	// database (or a mistyped -duration) cannot run away.
 	defaultMaxOps = 5_000_000
-	// defaultRepeat runs each cell five times. Three give a median and a
-	// spread, but in three sweeps on two loaded cores MariaDB's ×1.5–2 gain
-	// cleared a three-run spread once and not twice; with five runs all three
-	// sweeps called it noise, and PostgreSQL's ×4–5 cleared it all three times.
+	// defaultRepeat runs each cell five times: the verdict compares cells
+	// round by round and leaves the worst fifth of the rounds out, so with
+	// five one disturbed round cannot decide it (with three, every round
+	// counts). On two loaded cores three runs per cell let MariaDB's ×1.5–2
+	// gain in once and not twice.
 	defaultRepeat = 5
 )
 

@@ -29,9 +29,12 @@
 // of row-lock waiting (InnoDB's row-lock counters; PostgreSQL backends waiting
 // on a lock in the scratch tables, sampled every 50 ms; SQLite's busy errors).
 //
-// At -expect writers it recommends slots only when the gain over the
-// single-row UPDATE exceeds the measured spread, and then the fewest slots
-// within noise of the best; otherwise it says the difference is within noise
+// At -expect writers it compares cells round by round (a round the machine
+// slowed down slows every cell in it, and the ratio within a round cancels
+// that). It recommends slots only when their gain over the single-row UPDATE
+// exceeds the spread of those per-round gains (the worst fifth of the rounds
+// left out), and then the fewest slots that the best does not beat by more
+// than 10% by the same test; otherwise it says the difference is within noise
 // (or the single row is faster): keep the single column. On SQLite the answer
 // is no: one writer at a time, slots cannot help. A chart with error bars goes
 // to -svg. With the defaults (4 worker counts × 7 cells × 5 runs × 1 s) a

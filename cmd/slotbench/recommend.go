@@ -7,22 +7,20 @@ import (
 	"strings"
 )
 
-// nearBest is how close to the best a slot count must come, round by round,
-// to be recommended instead of it: fewer slots make reads cheaper, and 10%
-// of write throughput is worth that.
-const nearBest = 0.10
+// minGain is the least gain, per round, that counts: a percent or two is no
+// reason to change a schema, and no measurement here is that precise.
+const minGain = 0.05
 
-// noiseFloor widens every cell's spread to at least ±2.5% of its median: the
-// min..max of three short runs on a shared machine can happen to sit closer
-// together than the runs really scatter, and a gain of a percent or two is no
-// reason to change a schema.
-const noiseFloor = 0.025
+// nearBest is how much faster than a slot count the best may be, beyond the
+// noise, for that slot count still to be recommended instead of it: fewer
+// slots make reads cheaper, and 10% of write throughput is worth that.
+const nearBest = 0.10
 
 // Verdicts of the rule in recommend.
 const (
 	verdictUse         = "use"          // slots beat the single-row UPDATE beyond the noise
-	verdictWithinNoise = "within-noise" // no difference beyond the spread of the runs
-	verdictSlower      = "slower"       // the single-row UPDATE won every run
+	verdictWithinNoise = "within-noise" // no difference beyond the spread of the per-round gains
+	verdictSlower      = "slower"       // the single-row UPDATE won beyond the noise
 	verdictSQLite      = "sqlite"       // one writer at a time: slots cannot help
 	verdictNoBaseline  = "no-baseline"  // the baseline produced nothing to compare with
 	verdictFewRuns     = "too-few-runs" // one run per cell: no spread to judge by
@@ -42,11 +40,6 @@ type Candidate struct {
 	Exact   bool
 }
 
-// band is the candidate's spread, widened to noiseFloor.
-func (c Candidate) band() (lo, hi float64) {
-	return min(c.Low, c.Median*(1-noiseFloor)), max(c.High, c.Median*(1+noiseFloor))
-}
-
 func (c Candidate) usable() bool { return c.Exact && finite(c.Median) && c.Median > 0 && c.Runs > 0 }
 
 // Recommendation is the outcome of the rule in recommend.
@@ -61,30 +54,57 @@ type Recommendation struct {
 	High          float64 `json:"ops_per_sec_max"`
 	BestSlots     int     `json:"best_slots"` // the highest median
 	BestOpsPerSec float64 `json:"best_ops_per_sec"`
-	// NearBest are the slot counts within nearBest of the best, round by round.
+	// NearBest are the slot counts the best does not beat by more than
+	// nearBest beyond the noise (see gain).
 	NearBest          []int   `json:"near_best"`
 	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec"` // 0: no baseline measured
 	BaselineLow       float64 `json:"baseline_ops_per_sec_min"`
 	BaselineHigh      float64 `json:"baseline_ops_per_sec_max"`
-	SpeedUp           float64 `json:"speedup"` // median over the baseline's median; 0 without a baseline
-	PaysOff           bool    `json:"pays_off"`
-	// AtLargest: the best was the largest slot count tried, so more might do better still.
-	AtLargest bool   `json:"best_at_largest_slots"`
-	Excluded  int    `json:"excluded_inexact"` // candidates left out because a total was not exact
-	Summary   string `json:"summary"`
+	// SpeedUp is the median of the per-round gains over the baseline (of
+	// Slots, or of the best when nothing is recommended); GainLow..GainHigh
+	// their spread, the worst fifth of rounds left out.
+	SpeedUp   float64 `json:"speedup"`
+	GainLow   float64 `json:"speedup_low"`
+	GainHigh  float64 `json:"speedup_high"`
+	Rounds    int     `json:"rounds_compared"`
+	PaysOff   bool    `json:"pays_off"`
+	AtLargest bool    `json:"best_at_largest_slots"` // the best was the largest slot count tried: more might do better still
+	Excluded  int     `json:"excluded_inexact"`      // candidates left out because a total was not exact
+	Summary   string  `json:"summary"`
+}
+
+// gain compares a with b round by round: every round ran each cell once,
+// close together in time, so a round the machine slowed down slows both and
+// their ratio cancels it. It returns the median ratio and the spread of the
+// ratios with the worst fifth of rounds (one in five) left out at each end,
+// so that one disturbed round cannot decide a verdict; with fewer than five
+// rounds the spread is the full min..max. n is the number of rounds compared.
+func gain(a, b Candidate) (median, lo, hi float64, n int) {
+	var ratios []float64
+	for round, x := range a.ByRound {
+		if y, ok := b.ByRound[round]; ok && y > 0 {
+			ratios = append(ratios, x/y)
+		}
+	}
+	if len(ratios) == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(ratios)
+	n = len(ratios)
+	median, _, _ = spread(ratios)
+	return median, ratios[n/5], ratios[n-1-n/5], n
 }
 
 // recommend applies the rule. Among exact measurements the best is the
-// highest median. Slotted counters pay off only when the best's whole spread
-// (min..max of its runs, widened to noiseFloor) lies above the baseline's: a
-// gain inside the spread is no gain, and the verdict is then "within noise,
-// keep the single column" (or "slower" when the baseline's spread lies above).
-// When they pay off, the recommendation is the fewest slots (cheaper reads)
-// that come within nearBest of the best round by round (the median of the
-// per-round ratios: a round slowed by the machine slows every cell in it, so
-// comparing within rounds cancels it) and whose spread also clears the
-// baseline's. SQLite always gets a no: it lets one writer in at a time, so
-// slots cannot add concurrency.
+// highest median. Slotted counters pay off only when the best beat the
+// baseline by more than minGain in every round but the worst fifth (its gain's
+// spread lies above 1+minGain): a gain inside the spread is no gain, and the
+// verdict is then "within noise, keep the single column", or "slower" when
+// the baseline won likewise. When they pay off, the recommendation is the
+// fewest slots (cheaper reads) that the best does not beat by more than
+// nearBest by the same test, and that clear the baseline by it too.
+// SQLite always gets a no: it lets one writer in at a time, so slots cannot
+// add concurrency.
 func recommend(dialect string, workers int, baseline Candidate, cands []Candidate) Recommendation {
 	r := Recommendation{Workers: workers}
 	hasBaseline := finite(baseline.Median) && baseline.Median > 0 && baseline.Runs > 0
@@ -116,28 +136,25 @@ func recommend(dialect string, workers int, baseline Candidate, cands []Candidat
 	r.BestSlots, r.BestOpsPerSec = best.Slots, best.Median
 	r.AtLargest = best.Slots == usable[len(usable)-1].Slots && len(usable) > 1
 	for _, c := range usable {
-		if ratioByRound(best, c) <= 1+nearBest+1e-9 {
+		if _, lo, _, n := gain(best, c); n == 0 || lo <= 1+nearBest+1e-9 {
 			r.NearBest = append(r.NearBest, c.Slots)
 		}
 	}
 	if hasBaseline {
-		r.SpeedUp = best.Median / baseline.Median
+		r.SpeedUp, r.GainLow, r.GainHigh, r.Rounds = gain(best, baseline)
 	}
-	bestLo, bestHi := best.band()
-	baseLo, baseHi := baseline.band()
 	switch {
 	case dialect == dialectSQLite:
 		r.Verdict = verdictSQLite
-	case best.Runs < 2 || hasBaseline && baseline.Runs < 2:
-		r.Verdict = verdictFewRuns
 	case !hasBaseline:
 		r.Verdict = verdictNoBaseline
-		r.pick(usable, 0)
-	case bestLo > baseHi:
+		r.pick(usable, Candidate{})
+	case r.Rounds < 2:
+		r.Verdict = verdictFewRuns
+	case r.GainLow > 1+minGain:
 		r.Verdict, r.PaysOff = verdictUse, true
-		r.pick(usable, baseHi)
-		r.SpeedUp = r.OpsPerSec / baseline.Median
-	case bestHi < baseLo:
+		r.pick(usable, baseline)
+	case r.GainHigh < 1-minGain:
 		r.Verdict = verdictSlower
 	default:
 		r.Verdict = verdictWithinNoise
@@ -146,30 +163,23 @@ func recommend(dialect string, workers int, baseline Candidate, cands []Candidat
 	return r
 }
 
-// ratioByRound is the median over the rounds both were measured in of
-// a's ops/s over b's; the ratio of their medians when they share no round.
-func ratioByRound(a, b Candidate) float64 {
-	var ratios []float64
-	for round, x := range a.ByRound {
-		if y, ok := b.ByRound[round]; ok && y > 0 {
-			ratios = append(ratios, x/y)
-		}
-	}
-	if len(ratios) == 0 {
-		return a.Median / b.Median
-	}
-	m, _, _ := spread(ratios)
-	return m
-}
-
-// pick recommends the fewest slots near the best whose spread lies above
-// floor (the best itself qualifies whenever pick is called).
-func (r *Recommendation) pick(usable []Candidate, floor float64) {
+// pick recommends the fewest slots near the best that clear the baseline
+// beyond the noise (the best itself does whenever pick is called); without a
+// baseline, the fewest near the best.
+func (r *Recommendation) pick(usable []Candidate, baseline Candidate) {
 	for _, c := range usable { // ascending slots
-		if lo, _ := c.band(); slices.Contains(r.NearBest, c.Slots) && lo > floor {
-			r.Slots, r.OpsPerSec, r.Low, r.High = c.Slots, c.Median, c.Low, c.High
-			return
+		if !slices.Contains(r.NearBest, c.Slots) {
+			continue
 		}
+		if baseline.Runs > 0 {
+			m, lo, hi, n := gain(c, baseline)
+			if lo <= 1+minGain {
+				continue
+			}
+			r.SpeedUp, r.GainLow, r.GainHigh, r.Rounds = m, lo, hi, n
+		}
+		r.Slots, r.OpsPerSec, r.Low, r.High = c.Slots, c.Median, c.Low, c.High
+		return
 	}
 }
 
@@ -181,12 +191,11 @@ func recommendFor(cells []Cell, workers int, dialect string) Recommendation {
 		if c.Workers != workers {
 			continue
 		}
-		cand := candidateOf(c)
 		if c.Slots == 0 {
-			baseline = cand
+			baseline = candidateOf(c)
 			continue
 		}
-		cands = append(cands, cand)
+		cands = append(cands, candidateOf(c))
 	}
 	return recommend(dialect, workers, baseline, cands)
 }
@@ -208,6 +217,11 @@ func rangeText(median, lo, hi float64) string {
 	return fmt.Sprintf("%s ops/s (%s–%s)", fmtRate(median), fmtRate(lo), fmtRate(hi))
 }
 
+// gainText prints the per-round gain: "×4.91 (×3.70–×6.18 over 5 rounds)".
+func (r Recommendation) gainText() string {
+	return fmt.Sprintf("×%.2f (×%.2f–×%.2f over %s)", r.SpeedUp, r.GainLow, r.GainHigh, plural(r.Rounds, "round"))
+}
+
 func (r Recommendation) text(best Candidate) string {
 	at := fmt.Sprintf("At %d concurrent writers", r.Workers)
 	bestText := fmt.Sprintf("%s at %s", plural(best.Slots, "slot"), rangeText(best.Median, best.Low, best.High))
@@ -218,7 +232,7 @@ func (r Recommendation) text(best Candidate) string {
 		s = fmt.Sprintf("%s: no usable slotted measurement (every plugin cell failed or was not exact), so no recommendation.", at)
 	case verdictSQLite:
 		s = fmt.Sprintf("No: SQLite lets one writer in at a time, whatever the row, so slots cannot help. Keep the single column. "+
-			"(Measured at %d writers: the best, %s, ×%.2f %s.)", r.Workers, bestText, r.SpeedUp, base)
+			"(Measured at %d writers: the best, %s, against %s.)", r.Workers, bestText, base)
 	case verdictFewRuns:
 		s = fmt.Sprintf("%s: one run per cell gives no spread to judge a difference by, so no recommendation "+
 			"(the best, %s; %s). Use -repeat 3 or more.", at, bestText, base)
@@ -226,21 +240,21 @@ func (r Recommendation) text(best Candidate) string {
 		s = fmt.Sprintf("%s: use %s (%s). The single-row baseline produced no successful updates to compare with.",
 			at, plural(r.Slots, "slot"), rangeText(r.OpsPerSec, r.Low, r.High))
 	case verdictUse:
-		s = fmt.Sprintf("%s: use %s: %s, ×%.2f %s, a gain beyond the spread of the runs.",
-			at, plural(r.Slots, "slot"), rangeText(r.OpsPerSec, r.Low, r.High), r.SpeedUp, base)
+		s = fmt.Sprintf("%s: use %s: %s against %s; round by round %s, a gain beyond the noise.",
+			at, plural(r.Slots, "slot"), rangeText(r.OpsPerSec, r.Low, r.High), base, r.gainText())
 		if len(r.NearBest) > 1 {
-			s += fmt.Sprintf(" %s slots come within %.0f%% of the best (%s) round by round; fewer slots make reads cheaper.",
+			s += fmt.Sprintf(" %s slots are within %.0f%% of the best (%s) round by round, noise allowed; fewer slots make reads cheaper.",
 				joinInts(r.NearBest), nearBest*100, bestText)
 		}
 		if r.AtLargest {
 			s += " The best was at the largest slot count tried; larger -slots may do better still."
 		}
 	case verdictSlower:
-		s = fmt.Sprintf("%s: keep the single column. The best, %s, is slower than %s, beyond the spread of the runs.",
-			at, bestText, base)
+		s = fmt.Sprintf("%s: keep the single column. The best, %s, against %s: round by round %s, slower beyond the noise.",
+			at, bestText, base, r.gainText())
 	default:
-		s = fmt.Sprintf("%s: within noise, keep the single column. The best, %s, is ×%.2f %s, but their runs overlap: "+
-			"no gain beyond the noise (longer -duration runs, or a quieter machine, narrow the spread).", at, bestText, r.SpeedUp, base)
+		s = fmt.Sprintf("%s: within noise, keep the single column. The best, %s, against %s: round by round %s, "+
+			"no gain beyond the noise (longer -duration runs, or a quieter machine, narrow the spread).", at, bestText, base, r.gainText())
 	}
 	if r.Excluded > 0 {
 		s += fmt.Sprintf(" (%d measurement(s) left out: their totals were not exact.)", r.Excluded)

@@ -42,7 +42,8 @@ func TestWriteTable(t *testing.T) {
 	assert.Regexp(t, `(?m)^\s+8\s+64\s+.*\s+NO$`, out)
 	assert.Contains(t, out, "8 workers, 64 slots, round 2: the total read back is 2999, but 3000 increments succeeded")
 	assert.Contains(t, out, "first other error: boom")
-	assert.Contains(t, out, "use 16 slots: 3,000 ops/s (2,900–3,100), ×3.00 the single-row UPDATE's 1,000 ops/s (900–1,100)")
+	assert.Contains(t, out, "use 16 slots: 3,000 ops/s (2,900–3,100) against the single-row UPDATE's 1,000 ops/s (900–1,100); "+
+		"round by round ×3.00 (×2.82–×3.22 over 3 rounds)")
 
 	// Columns line up: every data row has its ops/s ending where the header's does.
 	lines := strings.Split(out, "\n")
