@@ -53,13 +53,13 @@ func (p *Plugin) registerCacheCallbacks(db *gorm.DB) error {
 	for _, r := range []reg{
 		{c.After("gorm:before_create").Before("gorm:create"), "slotted:cache_before_create", p.cacheBeforeCreate},
 		{c.After("gorm:create").Before("gorm:after_create"), "slotted:cache_after_create", p.cacheAfterCreate},
-		{c.After("gorm:after_create"), "slotted:cache_end_tx", endOwnTx},
+		{c.After("gorm:after_create"), "slotted:cache_end_tx", p.endOwnTx},
 		{u.After("gorm:before_update").Before("gorm:update"), "slotted:cache_before_update", p.cacheBeforeChange},
 		{u.After("gorm:update").Before("gorm:after_update"), "slotted:cache_after_update", p.cacheAfterChange},
-		{u.After("gorm:after_update"), "slotted:cache_end_tx", endOwnTx},
+		{u.After("gorm:after_update"), "slotted:cache_end_tx", p.endOwnTx},
 		{d.After("gorm:before_delete").Before("gorm:delete"), "slotted:cache_before_delete", p.cacheBeforeChange},
 		{d.After("gorm:delete").Before("gorm:after_delete"), "slotted:cache_after_delete", p.cacheAfterChange},
-		{d.After("gorm:after_delete"), "slotted:cache_end_tx", endOwnTx},
+		{d.After("gorm:after_delete"), "slotted:cache_end_tx", p.endOwnTx},
 	} {
 		if err := r.proc.Register(r.name, r.fn); err != nil {
 			return err
@@ -212,8 +212,6 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 		return
 	}
 	_, upsert := s.Clauses["ON CONFLICT"]
-	v, _ := db.InstanceGet(cacheOpKey)
-	op, _ := v.(*cacheOp)
 	if m, _ := p.metaOfSchema(db, s.Schema); m != nil && len(m.counters) > 0 {
 		if err := p.seed(db, m, upsert); err != nil {
 			_ = db.AddError(fmt.Errorf("slotted: seeding counters of %s: %w", m.typ, err))
@@ -224,6 +222,10 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 	if cc == nil || otherTable(s) {
 		return
 	}
+	// After the cheap checks: InstanceGet allocates, and plain gorm models
+	// without counters must not pay for the plugin.
+	v, _ := db.InstanceGet(cacheOpKey)
+	op, _ := v.(*cacheOp)
 	if op != nil {
 		if err := p.unlockKeys(db, op); err != nil {
 			_ = db.AddError(err)
@@ -426,7 +428,12 @@ func beginOwnTx(db *gorm.DB) {
 	db.InstanceSet(ownTxKey, true)
 }
 
-func endOwnTx(db *gorm.DB) {
+func (p *Plugin) endOwnTx(db *gorm.DB) {
+	// Only children of a counter cache begin one; checking that first keeps
+	// InstanceGet's allocation off every other model's statements.
+	if s := db.Statement; s.Schema == nil || p.childCachesOf(s.Schema.ModelType) == nil {
+		return
+	}
 	if _, ok := db.InstanceGet(ownTxKey); !ok {
 		return
 	}
