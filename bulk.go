@@ -31,8 +31,8 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 	if err != nil {
 		return err
 	}
-	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
+	if err := pointerArg(model); err != nil {
+		return err
 	}
 	names := slices.Sorted(maps.Keys(deltas))
 	type move struct {
@@ -45,10 +45,7 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 		rows  []batchRow
 	)
 	for _, name := range names {
-		c, sv, id, err := p.target(db, model, name)
-		if err == nil {
-			err = c.unbucketed("AddEach")
-		}
+		c, sv, id, err := p.writeTarget(db, model, name, "AddEach")
 		if err != nil {
 			return err
 		}

@@ -76,6 +76,29 @@ func (p *Plugin) metaOfSchema(db *gorm.DB, s *schema.Schema) (*modelMeta, error)
 	return r.(*modelResult).meta, r.(*modelResult).err
 }
 
+// pointerArg checks a write's model argument: writes move the model's field
+// too, so it must be a non-nil pointer to a struct.
+func pointerArg(model any) error {
+	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
+	}
+	return nil
+}
+
+// writeTarget is target for a write (pointerArg). totalOnly names a write
+// that knows only the counter's total row; it refuses a bucketed counter
+// (Add, which writes the bucket too, passes "").
+func (p *Plugin) writeTarget(db *gorm.DB, model any, name, totalOnly string) (*counter, reflect.Value, string, error) {
+	if err := pointerArg(model); err != nil {
+		return nil, reflect.Value{}, "", err
+	}
+	c, v, id, err := p.target(db, model, name)
+	if err == nil && totalOnly != "" {
+		err = c.unbucketed(totalOnly)
+	}
+	return c, v, id, err
+}
+
 // target finds the counter and record_id of one model value (a struct or a
 // pointer to one). v is the struct itself, for moving the in-memory field.
 func (p *Plugin) target(db *gorm.DB, model any, name string) (c *counter, v reflect.Value, id string, err error) {

@@ -3,7 +3,6 @@ package slotted
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"time"
 
 	"gorm.io/gorm"
@@ -84,13 +83,7 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 	if err != nil {
 		return false, err
 	}
-	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return false, fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
-	}
-	c, v, id, err := p.target(db, model, counter)
-	if err == nil {
-		err = c.unbucketed("AddOnce/RemoveOnce")
-	}
+	c, v, id, err := p.writeTarget(db, model, counter, "AddOnce/RemoveOnce")
 	if err != nil {
 		return false, err
 	}
@@ -138,13 +131,7 @@ func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed boo
 	if err != nil {
 		return false, err
 	}
-	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return false, fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
-	}
-	c, v, id, err := p.target(db, model, counter)
-	if err == nil {
-		err = c.unbucketed("AddOnce/RemoveOnce")
-	}
+	c, v, id, err := p.writeTarget(db, model, counter, "AddOnce/RemoveOnce")
 	if err != nil {
 		return false, err
 	}

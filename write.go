@@ -3,7 +3,6 @@ package slotted
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -34,10 +33,7 @@ func Add(db *gorm.DB, model any, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
-	}
-	c, v, id, err := p.target(db, model, counter)
+	c, v, id, err := p.writeTarget(db, model, counter, "")
 	if err != nil {
 		return err
 	}

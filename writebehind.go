@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,13 +137,7 @@ func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
 // Add takes delta for a counter of model (see slotted.Add) and returns at
 // once; the model's field moves by delta now, the database on the next flush.
 func (b *Buffer) Add(model any, counter string, delta int64) error {
-	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
-	}
-	c, v, id, err := b.p.target(b.db, model, counter)
-	if err == nil {
-		err = c.unbucketed("Buffer.Add")
-	}
+	c, v, id, err := b.p.writeTarget(b.db, model, counter, "Buffer.Add")
 	if err != nil {
 		return err
 	}
