@@ -45,18 +45,7 @@ func TopBetween[T any](db *gorm.DB, model *T, counter string, n int, from, to ti
 }
 
 func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, error) {
-	p, err := pluginOf(db)
-	if err != nil {
-		return nil, err
-	}
-	if n < 1 {
-		return nil, fmt.Errorf("%w: Top n %d", ErrInvalidArgument, n)
-	}
-	m, err := p.modelArg(db, model)
-	if err != nil {
-		return nil, err
-	}
-	c, err := m.counter(counter)
+	_, m, c, err := rankArgs(db, model, counter, n, "Top")
 	if err != nil {
 		return nil, err
 	}
@@ -106,18 +95,7 @@ func TopRefsBetween(db *gorm.DB, model any, counter string, n int, from, to time
 }
 
 func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal, error) {
-	p, err := pluginOf(db)
-	if err != nil {
-		return nil, err
-	}
-	if n < 1 {
-		return nil, fmt.Errorf("%w: TopRefs n %d", ErrInvalidArgument, n)
-	}
-	m, err := p.modelArg(db, model)
-	if err != nil {
-		return nil, err
-	}
-	c, err := m.counter(counter)
+	p, m, c, err := rankArgs(db, model, counter, n, "TopRefs")
 	if err != nil {
 		return nil, err
 	}
@@ -185,4 +163,25 @@ func (p *Plugin) topCached(db *gorm.DB, m *modelMeta, c *counter, n int) ([]RefT
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// rankArgs resolves the arguments every ranking shares: the plugin, the
+// model's metadata and its counter, and n >= 1 (what names the call).
+func rankArgs(db *gorm.DB, model any, counter string, n int, what string) (*Plugin, *modelMeta, *counter, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if n < 1 {
+		return nil, nil, nil, fmt.Errorf("%w: %s n %d", ErrInvalidArgument, what, n)
+	}
+	m, err := p.modelArg(db, model)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := m.counter(counter)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, m, c, nil
 }
