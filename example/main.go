@@ -228,7 +228,7 @@ func open(dsn string) (d gorm.Dialector, where string, cleanup func(), err error
 	// The example runs SQLite through a pure-Go driver (SQLite compiled to
 	// WebAssembly), so a first `go run ./example` needs no C compiler and does
 	// not spend a minute compiling SQLite's C source; the plugin works the same
-	// with gorm.io/driver/sqlite, which the test suite uses.
+	// with gorm.io/driver/sqlite (the suite runs on both; see README).
 	for _, param := range []string{"_pragma=busy_timeout(10000)", "_pragma=journal_mode(WAL)"} {
 		if name, _, _ := strings.Cut(param, "("); !strings.Contains(dsn, name+"(") {
 			sep := "?"

@@ -19,7 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -119,7 +118,7 @@ func sharedPool(b *testing.B, name string, pool *sql.DB, cfg slotted.Config) *go
 	case dbPostgres:
 		d = postgres.New(postgres.Config{Conn: pool})
 	default:
-		d = &sqlite.Dialector{Conn: pool}
+		d = sqliteOn(pool)
 	}
 	db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 
@@ -38,7 +37,7 @@ func TestRenderedBucketSQL(t *testing.T) {
 		join:      `LEFT JOIN (SELECT "record_id" AS slotted_id, SUM("count") AS slotted_total FROM "slotted_counters" WHERE "record_type" = 'pages.likes' GROUP BY "record_id") "slotted_likes" ON "slotted_likes".slotted_id = CAST("pages"."id" AS TEXT) ORDER BY COALESCE("slotted_likes"."slotted_total", 0) DESC`,
 	}, {
 		name:      "sqlite",
-		dialector: sqlite.Open("file::memory:"),
+		dialector: sqliteOpen("file::memory:"),
 		upsert:    "INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (\"pages.views\",\"7\",N,3),(\"pages.views@2026-11-23\",\"7\",N,3) ON CONFLICT (`record_type`,`record_id`,`slot`) DO UPDATE SET `count`=`slotted_counters`.`count` + 3",
 		join:      "ON `slotted_likes`.slotted_id = CAST(`pages`.`id` AS TEXT)",
 	}, {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 	"gorm.io/plugin/dbresolver"
@@ -461,7 +460,7 @@ func TestCoalescingDisabled(t *testing.T) {
 func TestCoalescingKeepsRouting(t *testing.T) {
 	dir := t.TempDir()
 	open := func(name string) gorm.Dialector {
-		return sqlite.Open("file:" + filepath.Join(dir, name) + "?_busy_timeout=10000&_journal_mode=WAL")
+		return sqliteOpen(sqliteDSN(filepath.Join(dir, name), 10000, true))
 	}
 	for _, name := range []string{"replica.db", "other.db"} {
 		side, err := gorm.Open(open(name), &gorm.Config{Logger: logger.Discard})

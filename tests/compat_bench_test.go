@@ -7,7 +7,6 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -19,9 +18,9 @@ import (
 // database/sql's pool does the same work on every call.
 func plainPair(tb testing.TB) (plain, withPlugin *gorm.DB) {
 	tb.Helper()
-	dsn := "file:" + filepath.Join(tb.TempDir(), "plain.db") + "?_busy_timeout=10000&_journal_mode=WAL"
+	dsn := sqliteDSN(filepath.Join(tb.TempDir(), "plain.db"), 10000, true)
 	open := func() *gorm.DB {
-		db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{Logger: logger.Discard})
+		db, err := gorm.Open(sqliteOpen(dsn), &gorm.Config{Logger: logger.Discard})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -3,12 +3,15 @@ package tests
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/slotted-go/slotted"
 )
@@ -45,8 +48,6 @@ func TestConflictOfDriverErrors(t *testing.T) {
 		{"cockroach uncertainty restart", pg("40001", "restart transaction: TransactionRetryWithProtoRefreshError: ReadWithinUncertaintyIntervalError: read at time 1700000000.000000000,0 encountered previous write with future timestamp 1700000000.000000001,0 within uncertainty interval `t <= (local=1700000000.000000002,0, global=1700000000.500000000,0)`"), slotted.SerializationFailure},
 		{"cockroach ambiguous result", pg("40003", "result is ambiguous: error=rpc error: code = Unavailable desc = transport is closing"), slotted.NoConflict},
 		{"postgres unique violation", pg("23505", "duplicate key value violates unique constraint"), slotted.NoConflict},
-		{"sqlite busy", sqlite3.Error{Code: sqlite3.ErrBusy, ExtendedCode: sqlite3.ErrBusyRecovery}, slotted.Busy},
-		{"sqlite locked", sqlite3.Error{Code: sqlite3.ErrLocked}, slotted.Busy},
 		{"context deadline", context.DeadlineExceeded, slotted.NoConflict},
 		{"nil", nil, slotted.NoConflict},
 	}
@@ -59,4 +60,30 @@ func TestConflictOfDriverErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConflictOfSQLiteBusy classifies a real SQLITE_BUSY from whichever SQLite
+// driver the suite runs (the default pure-Go one, or -tags sqlite_cgo): a
+// second writer with no busy timeout while another holds the write lock.
+func TestConflictOfSQLiteBusy(t *testing.T) {
+	dsn := sqliteDSN(filepath.Join(t.TempDir(), "busy.db"), 0, false)
+	db, err := gorm.Open(sqliteOpen(dsn), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	sqlDB, err := db.DB()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sqlDB.Close() })
+	ctx := context.Background()
+	holder, err := sqlDB.Conn(ctx)
+	require.NoError(t, err)
+	defer holder.Close()
+	other, err := sqlDB.Conn(ctx)
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = holder.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	defer holder.ExecContext(ctx, "ROLLBACK") //nolint:errcheck
+	_, err = other.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.Error(t, err, sqliteDriverName)
+	assert.Equal(t, slotted.Busy, slotted.ConflictOf(err), "%s: %v", sqliteDriverName, err)
+	assert.Equal(t, slotted.Busy, slotted.ConflictOf(fmt.Errorf("callback: %w", err)))
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -18,7 +17,7 @@ func exampleCacheDB() (*gorm.DB, func()) {
 	if err != nil {
 		panic(err)
 	}
-	db, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "ex.db")+"?_busy_timeout=5000"), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqliteOpen(sqliteDSN(filepath.Join(dir, "ex.db"), 5000, false)), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		panic(err)
 	}

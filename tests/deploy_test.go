@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -28,7 +27,7 @@ func dialectorFor(t *testing.T, name string) gorm.Dialector {
 	}
 	dsn, ok := sqliteDSNs.Load(t)
 	require.True(t, ok, "openRaw was called for this test")
-	return sqlite.Open(dsn.(string))
+	return sqliteOpen(dsn.(string))
 }
 
 // TestConcurrentFirstStart: eight instances of an application start at once

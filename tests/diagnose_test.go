@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
@@ -142,7 +141,7 @@ func TestDiagnoseLockWaits(t *testing.T) {
 func TestDiagnoseRouting(t *testing.T) {
 	dir := t.TempDir()
 	open := func(name string) gorm.Dialector {
-		return sqlite.Open("file:" + filepath.Join(dir, name) + "?_busy_timeout=5000")
+		return sqliteOpen(sqliteDSN(filepath.Join(dir, name), 5000, false))
 	}
 	db, err := gorm.Open(open("source.db"), &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 	"gorm.io/plugin/dbresolver"
@@ -85,7 +84,7 @@ func TestBadTagDoesNotBreakOtherQueries(t *testing.T) {
 func TestPluginServesOneDB(t *testing.T) {
 	p := slotted.New(slotted.Config{})
 	require.NoError(t, openRaw(t, dbSQLite).Use(p))
-	other, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "other.db")), &gorm.Config{Logger: logger.Discard})
+	other, err := gorm.Open(sqliteOpen(sqliteDSN(filepath.Join(t.TempDir(), "other.db"), 5000, false)), &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)
 	require.ErrorIs(t, other.Use(p), slotted.ErrInvalidConfig)
 }
@@ -161,7 +160,7 @@ func TestCancelDuringRetryBackoff(t *testing.T) {
 func TestDBResolver(t *testing.T) {
 	dir := t.TempDir()
 	open := func(name string) gorm.Dialector {
-		return sqlite.Open("file:" + filepath.Join(dir, name) + "?_busy_timeout=5000")
+		return sqliteOpen(sqliteDSN(filepath.Join(dir, name), 5000, false))
 	}
 	db, err := gorm.Open(open("source.db"), &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)

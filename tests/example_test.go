@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -37,7 +36,7 @@ func exampleRaw() (*gorm.DB, func()) {
 	if err != nil {
 		panic(err)
 	}
-	db, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "ex.db")+"?_busy_timeout=5000"), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqliteOpen(sqliteDSN(filepath.Join(dir, "ex.db"), 5000, false)), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		panic(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -89,11 +88,11 @@ func openRaw(t testing.TB, name string) *gorm.DB {
 	default:
 		dsn, ok := sqliteDSNs.Load(t)
 		if !ok {
-			dsn = "file:" + filepath.Join(t.TempDir(), "test.db") + "?_busy_timeout=10000&_journal_mode=WAL"
+			dsn = sqliteDSN(filepath.Join(t.TempDir(), "test.db"), 10000, true)
 			sqliteDSNs.Store(t, dsn)
 			t.Cleanup(func() { sqliteDSNs.Delete(t) })
 		}
-		d = sqlite.Open(dsn.(string))
+		d = sqliteOpen(dsn.(string))
 	}
 	db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)

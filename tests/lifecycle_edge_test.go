@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -110,9 +109,9 @@ func TestResetRacingOnNewCounters(t *testing.T) {
 // TestSQLiteFailedCommitDoesNotLeakTransaction: in rollback-journal mode a reader blocks COMMIT with
 // SQLITE_BUSY; the write transaction must be rolled back, not handed back to the pool still open.
 func TestSQLiteFailedCommitDoesNotLeakTransaction(t *testing.T) {
-	dsn := "file:" + filepath.Join(t.TempDir(), "journal.db") + "?_busy_timeout=0&_journal_mode=DELETE"
+	dsn := sqliteDSN(filepath.Join(t.TempDir(), "journal.db"), 0, false) // rollback journal
 	open := func() *gorm.DB {
-		db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{Logger: logger.Discard})
+		db, err := gorm.Open(sqliteOpen(dsn), &gorm.Config{Logger: logger.Discard})
 		require.NoError(t, err)
 		sqlDB, _ := db.DB()
 		t.Cleanup(func() { sqlDB.Close() })

@@ -14,11 +14,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 	gmysql "gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 )
 
@@ -267,14 +265,14 @@ func spied(t *testing.T, name, label string, target spyTarget) (gorm.Dialector, 
 	default:
 		dsn := ""
 		if target == emptyDatabase {
-			dsn = "file:" + filepath.Join(t.TempDir(), "replica.db") + "?_busy_timeout=10000&_journal_mode=WAL"
+			dsn = sqliteDSN(filepath.Join(t.TempDir(), "replica.db"), 10000, true)
 		} else {
 			v, ok := sqliteDSNs.Load(t)
 			require.True(t, ok, "openRaw was called for this test")
 			dsn = v.(string)
 		}
-		sqlDB = sql.OpenDB(&spyConnector{dsnConnector{dsn, &sqlite3.SQLiteDriver{}}, log})
-		d = sqlite.New(sqlite.Config{Conn: sqlDB})
+		sqlDB = sql.OpenDB(&spyConnector{dsnConnector{dsn, sqliteSQLDriver()}, log})
+		d = sqliteOn(sqlDB)
 	}
 	t.Cleanup(func() { _ = sqlDB.Close() })
 	return d, log

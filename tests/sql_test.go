@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 
@@ -40,7 +39,7 @@ func TestRenderedSQL(t *testing.T) {
 		},
 	}, {
 		name:      "sqlite",
-		dialector: sqlite.Open("file::memory:"),
+		dialector: sqliteOpen("file::memory:"),
 		want: []string{
 			"INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (\"posts.likes\",\"7\",N,3) ON CONFLICT (`record_type`,`record_id`,`slot`) DO UPDATE SET `count`=`slotted_counters`.`count` + 3 WHERE typeof(`slotted_counters`.`count` + 3) = 'integer' ",
 			"SELECT COALESCE(SUM(`count`), 0) FROM `slotted_counters` WHERE `record_type` = \"posts.likes\" AND `record_id` = \"7\"",

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 )
 
@@ -298,7 +297,7 @@ func (t *target) dialector() gorm.Dialector {
 	case dialectPostgres:
 		return postgres.Open(t.dsn)
 	}
-	return sqlite.Open(t.dsn)
+	return openSQLite(t.dsn)
 }
 
 // sqliteDSN adds a busy timeout and WAL unless the DSN sets them: without a

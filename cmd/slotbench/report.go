@@ -32,6 +32,9 @@ func writeTable(w io.Writer, res *Result) error {
 	if note := evidenceNote[res.Database.Dialect]; note != "" {
 		fmt.Fprintf(&b, "%s\n", note)
 	}
+	if res.Database.Dialect == dialectSQLite {
+		fmt.Fprintf(&b, "driver: %s\n", sqliteDriverName)
+	}
 	b.WriteString("\n")
 
 	header := []string{"workers", "slots", "ops/s", "spread", "vs 1-row", "p50", "p99", "errors", "retries", "lock evidence", "exact"}
