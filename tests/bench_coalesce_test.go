@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -30,7 +29,8 @@ import (
 //   - coalesced:  slotted.Increment with coalescing (the default);
 //   - per-op:     slotted.Increment with DisableCoalescing (one upsert per call, as before);
 //   - single-row: UPDATE bench_posts SET plain = plain + 1 WHERE id = ?, prepared;
-//   - redis:      go-redis INCR on one key per record (Redis at $SLOTTED_REDIS_ADDR, default 127.0.0.1:6379).
+//   - redis:      go-redis INCR on one key per record (Redis at $SLOTTED_REDIS_ADDR, default 127.0.0.1:6379),
+//     built only with -tags redis (bench_redis_test.go), so that go-redis stays out of a default go test.
 //
 // The sides alternate in windows of SLOTTED_BENCH_WINDOW_MS (default 1000) for SLOTTED_BENCH_ROUNDS rounds
 // (default 5), in a new random order every round, so drift on a shared machine falls on all of them. It
@@ -130,19 +130,11 @@ func sharedPool(b *testing.B, name string, pool *sql.DB, cfg slotted.Config) *go
 	return db
 }
 
-func benchRedis(b *testing.B) *redis.Client {
-	addr := os.Getenv("SLOTTED_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, MinIdleConns: 8})
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		b.Logf("no Redis at %s (%v): the redis side is skipped", addr, err)
-		rdb.Close()
-		return nil
-	}
-	b.Cleanup(func() { rdb.Close() })
-	return rdb
+// redisIncr is the Redis side of BenchmarkCoalescePaired: what users pick
+// instead of a counter in the database.
+type redisIncr interface {
+	incr(key string) error
+	del(keys ...string) error
 }
 
 // side is one contender: an operation on a record (1-based post id).
@@ -151,7 +143,7 @@ type side struct {
 	op   func(id uint) error
 }
 
-func (env *coalesceBench) run(b *testing.B, rdb *redis.Client, workers, records, rounds int, window time.Duration) {
+func (env *coalesceBench) run(b *testing.B, rdb redisIncr, workers, records, rounds int, window time.Duration) {
 	prefix := fmt.Sprintf("slotted-bench:%d:", time.Now().UnixNano())
 	sides := []side{
 		{"coalesced", func(id uint) error { p := BenchPost{ID: id}; return slotted.Increment(env.coalesced, &p, "likes") }},
@@ -164,7 +156,7 @@ func (env *coalesceBench) run(b *testing.B, rdb *redis.Client, workers, records,
 	}
 	if rdb != nil {
 		sides = append(sides, side{"redis", func(id uint) error {
-			return rdb.Incr(context.Background(), prefix+strconv.FormatUint(uint64(id), 10)).Err()
+			return rdb.incr(prefix + strconv.FormatUint(uint64(id), 10))
 		}})
 	}
 	before, err := slotted.StatsOf(env.coalesced)
@@ -227,7 +219,7 @@ func (env *coalesceBench) run(b *testing.B, rdb *redis.Client, workers, records,
 	b.ReportMetric(median(allocs["coalesced"]), "coalesced-allocs/op")
 	b.ReportMetric(median(allocs["per-op"]), "per-op-allocs/op")
 	if rdb != nil {
-		if err := rdb.Del(context.Background(), keys(prefix, records)...).Err(); err != nil {
+		if err := rdb.del(keys(prefix, records)...); err != nil {
 			b.Error(err)
 		}
 	}
