@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -18,9 +19,10 @@ import (
 // same dbresolver routing) is in flight queue up; when it ends, the oldest
 // queued caller becomes the leader and writes the queue with one multi-row
 // upsert: deltas summed per counter, one random slot per counter, rows in key
-// order. Every caller returns after that statement, with its outcome: a write
-// is exactly as durable as one statement of its own, and many writes share a
-// round trip and a commit.
+// order. Every caller returns after that statement, with its outcome, or when
+// its context ends, whichever comes first: a write is exactly as durable, and
+// as ambiguous after a deadline, as one statement of its own, and many writes
+// share a round trip and a commit.
 //
 // A caller that finds nothing in flight is the leader at once and writes its
 // own delta on its own context, the statement it would run without
@@ -150,25 +152,39 @@ func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again boo
 		return false, err
 	case <-w.ctx.Done():
 	}
+	return false, c.leave(w)
+}
+
+// leave ends a queued caller's wait when its context ends. Queued, it leaves
+// with nothing written. Taken, its delta is in a statement in flight that
+// carries other callers' deltas on a context of its own: the caller still
+// leaves at its deadline, and its write may land, as a statement of its own
+// may commit after its context ends (AddOnce is the retry-safe write).
+func (c *coalescer) leave(w *waiter) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	switch w.state {
-	case waiting: // not taken: it leaves with nothing written
+	case waiting:
 		c.remove(w)
 		w.state = gone
 		if w.lead {
 			c.handOver()
 		}
-		c.mu.Unlock()
-		return false, w.ctx.Err()
-	case gone:
-		c.mu.Unlock()
-		return false, w.ctx.Err()
+	case taken:
+		select {
+		case err := <-w.done: // the outcome came with the deadline: it wins
+			return err
+		default:
+		}
 	}
-	c.mu.Unlock()
-	return false, <-w.done // taken: the statement's outcome, whatever the context says now
+	return w.ctx.Err()
 }
 
-// lead writes the next batch, w's delta first, and hands leadership on.
+// lead writes the next batch, w's delta first, and hands leadership on. A
+// batch of w alone is its own statement in its own goroutine, as without
+// coalescing. A batch carrying other callers' deltas runs in a goroutine of
+// its own (one per statement, not per write), so that w, like every caller in
+// it, can leave when its context ends.
 func (c *coalescer) lead(w *waiter) error {
 	c.mu.Lock()
 	if err := w.ctx.Err(); err != nil {
@@ -181,18 +197,64 @@ func (c *coalescer) lead(w *waiter) error {
 	rows, batch := c.take(w)
 	c.mu.Unlock()
 
-	err := errLeaderPanicked // what the others get if the statement's callbacks panic
+	c.p.batching.record(len(rows), len(batch))
+	if len(batch) == 1 {
+		defer c.endTurn()
+		return c.write(w, rows, 1)
+	}
+	go c.run(w, rows, batch)
+	select {
+	case err := <-w.done:
+		return outcome(err)
+	case <-w.ctx.Done():
+		select {
+		case err := <-w.done:
+			return outcome(err)
+		default:
+			return w.ctx.Err()
+		}
+	}
+}
+
+// outcome is the leader's result of its batch: a callback's panic goes on in
+// its goroutine, as if it had run the statement itself.
+func outcome(err error) error {
+	if p, ok := err.(leaderPanic); ok {
+		panic(p.value)
+	}
+	return err
+}
+
+// leaderPanic carries a callback's panic from the statement's goroutine to
+// the leader, which panics with it if it is still waiting.
+type leaderPanic struct{ value any }
+
+func (leaderPanic) Error() string { return errLeaderPanicked.Error() }
+
+// run writes a batch of several callers and tells each its outcome. A panic
+// in a callback is logged (no caller may be waiting any more, and a panic in
+// a goroutine no caller owns would end the process); the leader, if it still
+// waits, panics with it, and the others get errLeaderPanicked.
+func (c *coalescer) run(w *waiter, rows []batchRow, batch []*waiter) {
+	var err, others error = leaderPanic{}, errLeaderPanicked
 	defer func() {
 		c.endTurn()
 		for _, o := range batch {
-			if o != w {
+			if o == w {
 				o.done <- err
+			} else {
+				o.done <- others
 			}
 		}
 	}()
-	c.p.batching.record(len(rows), len(batch))
+	defer func() {
+		if r := recover(); r != nil {
+			err = leaderPanic{r}
+			w.db.Logger.Error(w.ctx, "slotted: a callback panicked in a coalesced statement of %d writes: %v\n%s", len(batch), r, debug.Stack())
+		}
+	}()
 	err = c.write(w, rows, len(batch))
-	return err
+	others = err
 }
 
 // endTurn ends a leader's turn.

@@ -87,8 +87,9 @@ type Config struct {
 	MaxInFlight int
 
 	// BatchTimeout bounds a coalesced statement that carries other callers' writes: it runs on a
-	// context no single caller can cancel (a caller whose context ends while queued leaves with
-	// nothing written; once its delta is in a statement it waits for the outcome). Default: 30s.
+	// context no single caller can cancel. Each caller still returns by its own context's end: with
+	// nothing written if it was queued, or with its delta possibly landing if it was already in the
+	// statement. Default: 30s.
 	BatchTimeout time.Duration
 
 	// Now is the clock of bucketed counters (`buckets:` tag option): a write counts into the bucket

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -183,12 +184,6 @@ func stallable(t *testing.T, db *gorm.DB) (stalled *gorm.DB, stall, resume func(
 // first caller's network round trip.
 func TestDeadlinesOnFirstUse(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
-		if dialect(db) == dbMySQL && os.Getenv("SLOTTED_STALL_MYSQL") == "" {
-			// Open defect: in about 1 of 8 back-to-back runs a caller on MariaDB
-			// returns "invalid connection" only after the stall ends instead of
-			// its deadline error during it. Set SLOTTED_STALL_MYSQL=1 to run it.
-			t.Skip("known flaky on MariaDB (see the comment); SLOTTED_STALL_MYSQL=1 runs it")
-		}
 		stalled, stall, resume, stuck := stallable(t, db)
 		post := Post{ID: 7}
 
@@ -239,6 +234,9 @@ func TestDeadlinesOnFirstUse(t *testing.T) {
 			case r := <-results:
 				got = append(got, r)
 			case <-bound:
+				// Where the stuck callers wait, for the failure below.
+				stacks := make([]byte, 1<<20)
+				t.Logf("%d of %d callers still stuck; goroutines:\n%s", callers-len(got), callers, stacks[:runtime.Stack(stacks, true)])
 				break collect
 			}
 		}
