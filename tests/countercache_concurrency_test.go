@@ -19,9 +19,13 @@ import (
 // than a lock conflict. Each op is one gorm statement in its own (default)
 // transaction, so a deadlock has rolled all of it back and retrying is exact.
 func retryConflicts(op func() error) error {
+	// Bounded in time, not attempts: on SQLite a deferred transaction that read
+	// before writing gets SQLITE_BUSY at once (no busy wait), and on a loaded
+	// 2-core machine one writer lost 200 attempts in a row.
+	deadline := time.Now().Add(30 * time.Second)
 	for attempt := 0; ; attempt++ {
 		err := op()
-		if err == nil || !retryable(err) || attempt == 200 {
+		if err == nil || !retryable(err) || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(time.Duration(rand.IntN(1+min(attempt, 20))) * time.Millisecond)
