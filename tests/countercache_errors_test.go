@@ -22,6 +22,18 @@ type Member struct {
 	ID uint
 }
 
+// Forum's only counter is bucketed: a counter cache cannot keep it.
+type Forum struct {
+	ID      uint
+	Threads []Thread
+	Daily   int64 `gorm:"-" slotted:"threads_daily;buckets:day"`
+}
+
+type Thread struct {
+	ID      uint
+	ForumID uint
+}
+
 func TestCounterCacheDeclarationErrors(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		cacheDB(t, db)
@@ -37,6 +49,7 @@ func TestCounterCacheDeclarationErrors(t *testing.T) {
 			{"unknown counter", slotted.ErrUnknownCounter, &Topic{}, "Replies", "nope", nil},
 			{"already declared", slotted.ErrInvalidConfig, &Topic{}, "Replies", "replies", nil},
 			{"many2many", slotted.ErrInvalidConfig, &Group{}, "Members", "members", nil},
+			{"bucketed counter", slotted.ErrInvalidConfig, &Forum{}, "Threads", "threads_daily", nil},
 			{"not a struct", slotted.ErrUnsupportedModel, 42, "Replies", "likes", nil},
 			{"sum of a text column", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOption{slotted.Sum("Body")}},
 			{"sum of no column", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOption{slotted.Sum("Nope")}},
