@@ -4,7 +4,6 @@ package tests
 
 import (
 	"database/sql/driver"
-	"fmt"
 
 	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
@@ -16,14 +15,11 @@ import (
 // sqlite_purego_test.go for the default.
 const sqliteDriverName = "gorm.io/driver/sqlite (cgo)"
 
-// sqliteDSN names a SQLite file with a busy timeout and, if wal, WAL mode.
-func sqliteDSN(path string, busyMS int, wal bool) string {
-	dsn := fmt.Sprintf("file:%s?_busy_timeout=%d", path, busyMS)
-	if wal {
-		dsn += "&_journal_mode=WAL"
-	}
-	return dsn
-}
+// The driver's DSN parameters for sqliteDSN (sqlite_test.go).
+const (
+	sqliteBusyParam = "_busy_timeout=%d"
+	sqliteWALParam  = "_journal_mode=WAL"
+)
 
 func sqliteOpen(dsn string) gorm.Dialector { return sqlite.Open(dsn) }
 

@@ -4,7 +4,6 @@ package tests
 
 import (
 	"database/sql/driver"
-	"fmt"
 
 	sqlite3driver "github.com/ncruces/go-sqlite3/driver"
 	_ "github.com/ncruces/go-sqlite3/embed" // SQLite itself, compiled to WebAssembly
@@ -19,14 +18,11 @@ import (
 // most users run; .ci/run runs both.
 const sqliteDriverName = "ncruces/go-sqlite3 (pure Go)"
 
-// sqliteDSN names a SQLite file with a busy timeout and, if wal, WAL mode.
-func sqliteDSN(path string, busyMS int, wal bool) string {
-	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)", path, busyMS)
-	if wal {
-		dsn += "&_pragma=journal_mode(WAL)"
-	}
-	return dsn
-}
+// The driver's DSN parameters for sqliteDSN (sqlite_test.go).
+const (
+	sqliteBusyParam = "_pragma=busy_timeout(%d)"
+	sqliteWALParam  = "_pragma=journal_mode(WAL)"
+)
 
 func sqliteOpen(dsn string) gorm.Dialector { return gormlite.Open(dsn) }
 
