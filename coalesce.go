@@ -20,7 +20,9 @@ import (
 // upsert: deltas summed per counter, one random slot per counter, rows in key
 // order. Every caller returns after that statement, with its outcome: a write
 // is exactly as durable as one statement of its own, and many writes share a
-// round trip and a commit.
+// round trip and a commit. A statement that fails with ErrOverflow wrote
+// nothing, but the overflow is one counter's: its callers then write alone,
+// each with a statement of its own, so each gets its own outcome.
 //
 // A caller that finds nothing in flight is the leader at once and writes its
 // own delta on its own context, the statement it would run without
@@ -34,6 +36,8 @@ var (
 	// errLeaderPanicked is what the callers in a statement get when a callback
 	// panicked while it ran (in the leader's goroutine, where the panic goes on).
 	errLeaderPanicked = errors.New("slotted: a callback panicked while the coalesced statement ran; whether it was written is unknown")
+	// errAlone tells the callers of a statement that overflowed to write alone.
+	errAlone = errors.New("slotted: write alone")
 )
 
 type coalesceKey struct {
@@ -147,7 +151,7 @@ func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again boo
 		if err == errLead {
 			return false, c.lead(w)
 		}
-		return false, err
+		return false, c.alone(w, err)
 	case <-w.ctx.Done():
 	}
 	c.mu.Lock()
@@ -165,11 +169,23 @@ func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again boo
 		return false, w.ctx.Err()
 	}
 	c.mu.Unlock()
-	return false, <-w.done // taken: the statement's outcome, whatever the context says now
+	return false, c.alone(w, <-w.done) // taken: the statement's outcome, whatever the context says now
+}
+
+// alone is a caller's outcome of its batch: err, or when the batch
+// overflowed (errAlone), its own statement's. Outside the coalescer: rare,
+// and it must not wait behind the queue it was taken from.
+func (c *coalescer) alone(w *waiter, err error) error {
+	if err != errAlone {
+		return err
+	}
+	return c.p.upsertOne(w.db, c.key.pool, false, w.ref.Type, w.ref.ID, w.slots, w.delta)
 }
 
 // lead writes the next batch, w's delta first, and hands leadership on.
-func (c *coalescer) lead(w *waiter) error {
+func (c *coalescer) lead(w *waiter) error { return c.alone(w, c.leadBatch(w)) }
+
+func (c *coalescer) leadBatch(w *waiter) error {
 	c.mu.Lock()
 	if err := w.ctx.Err(); err != nil {
 		c.remove(w)
@@ -191,7 +207,9 @@ func (c *coalescer) lead(w *waiter) error {
 		}
 	}()
 	c.p.batching.record(len(rows), len(batch))
-	err = c.write(w, rows, len(batch))
+	if err = c.write(w, rows, len(batch)); len(batch) > 1 && errors.Is(err, ErrOverflow) {
+		err = errAlone
+	}
 	return err
 }
 
