@@ -20,6 +20,9 @@ import (
 //	ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + VALUES(`count`)      -- MySQL/MariaDB
 //	ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + "excluded"."count"
 //
+// (on SQLite the sum is checked for overflow, see addExpr: one row that would
+// overflow fails the statement, and none of its rows is written).
+//
 // Every statement is prepared once per connection, so the number of distinct
 // statements is bounded: a batch has 1..8 rows, or a power of two up to
 // maxBatchRows. A batch that has some other number of rows is never padded (a
@@ -85,12 +88,7 @@ func (p *Plugin) renderBatch(n int) (string, []arg, error) {
 		// The MySQL driver turns only a bare excluded column into VALUES(); inside an expression it must be written out.
 		inserted = clause.Expr{SQL: "VALUES(?)", Vars: []any{count}}
 	}
-	current := clause.Column{Table: clause.CurrentTable, Name: "count"}
-	on := clause.OnConflict{
-		Columns:   keyColumns(),
-		DoUpdates: clause.Set{{Column: count, Value: gorm.Expr("? + ?", current, inserted)}},
-	}
-	up := tx.Table(p.cfg.Table).Clauses(on).Create(&rows)
+	up := tx.Table(p.cfg.Table).Clauses(addClause(p.dialect, inserted)).Create(&rows)
 	if up.Error != nil {
 		return "", nil, fmt.Errorf("slotted: rendering a %d-row upsert: %w", n, up.Error)
 	}

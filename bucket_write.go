@@ -31,14 +31,14 @@ const markBucket = Key("\x00slotted:bucket")
 const argBucketType arg = 100
 
 // renderBucketed renders the two-row upsert.
-func renderBucketed(db *gorm.DB, table string) (statements, error) {
+func renderBucketed(db *gorm.DB, table string, d dialect) (statements, error) {
 	var s statements
 	tx := db.Session(&gorm.Session{NewDB: true, DryRun: true, SkipDefaultTransaction: true, SkipHooks: true, Logger: logger.Discard}).Table(table)
 	rows := []SlottedCounter{
 		{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta},
 		{RecordType: markBucket, RecordID: markID, Slot: markSlot, Count: markDelta},
 	}
-	up := tx.Clauses(upsertClause(false)).Create(&rows)
+	up := tx.Clauses(addClause(d, markDelta)).Create(&rows)
 	if up.Error != nil {
 		return s, fmt.Errorf("slotted: rendering bucketed upsert: %w", up.Error)
 	}

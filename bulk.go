@@ -231,7 +231,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		inherit(tx.Statement, db.Statement, false)
 		tx.Statement.AddClause(clause.Insert{Table: clause.Table{Name: p.cfg.Table}})
 		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: c.recordType, key: m.key.column, slots: c.slots, delta: delta, src: src})
-		tx.Statement.AddClause(addClause(false, delta))
+		tx.Statement.AddClause(addClause(p.dialect, delta))
 		tx.Statement.Build("INSERT", "VALUES", "ON CONFLICT")
 		if tx.Error != nil {
 			return 0, tx.Error
@@ -242,18 +242,6 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	pool, inTx := p.pool(db)
 	ctx := contextOf(db)
 	return p.withRetry(ctx, inTx, func() error { _, err := exec(pool, ctx); return err })
-}
-
-// addClause is the upsert's update for a delta known when the statement is
-// built, with upsertClause's overflow guard where the dialect needs it.
-func addClause(guard bool, delta int64) clause.OnConflict {
-	current := clause.Column{Table: clause.CurrentTable, Name: "count"}
-	on := upsertClause(false)
-	on.DoUpdates[0].Value = gorm.Expr("? + ?", current, delta)
-	if guard {
-		on.Where = clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "typeof(? + ?) = 'integer'", Vars: []any{current, delta}}}}
-	}
-	return on
 }
 
 // conditioned reports whether a query selects less than the whole table: a

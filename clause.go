@@ -21,7 +21,7 @@ import (
 //	INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (?,?,?,?)
 //	ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + ?
 //
-// PostgreSQL and SQLite (SQLite adds an overflow guard, see upsertClause):
+// PostgreSQL and SQLite (SQLite checks the sum for overflow, see addExpr):
 //
 //	INSERT INTO "slotted_counters" ("record_type","record_id","slot","count") VALUES (?,?,?,?)
 //	ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + ?
@@ -84,7 +84,7 @@ func render(db *gorm.DB, table string, d dialect) (statements, error) {
 		return tx.Table(table)
 	}
 
-	up := dry(false).Clauses(upsertClause(d.guardedUpsert)).Create(&SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta})
+	up := dry(false).Clauses(addClause(d, markDelta)).Create(&SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta})
 	if up.Error != nil {
 		return s, fmt.Errorf("slotted: rendering upsert: %w", up.Error)
 	}
@@ -113,25 +113,41 @@ func keyColumns() []clause.Column {
 	return []clause.Column{{Name: "record_type"}, {Name: "record_id"}, {Name: "slot"}}
 }
 
-// upsertClause adds delta to the existing row. The current-table column plus a
-// bound delta is the one form that works on MySQL/MariaDB, PostgreSQL (where a
-// bare "count" is ambiguous) and SQLite alike.
+// addClause adds delta (a bound value, or the inserted row's count in a
+// multi-row upsert) to the existing row. The current-table column plus the
+// delta is the one form that works on MySQL/MariaDB, PostgreSQL (where a bare
+// "count" is ambiguous) and SQLite alike.
+func addClause(d dialect, delta any) clause.OnConflict {
+	return clause.OnConflict{Columns: keyColumns(), DoUpdates: clause.Set{{Column: clause.Column{Name: "count"}, Value: d.addExpr(delta)}}}
+}
+
+// overflowError is an expression that fails the statement with SQLite's
+// "integer overflow" (abs of the minimum int64), which isOverflow knows.
+// SQLite has no RAISE outside triggers; this is the error its own integer
+// arithmetic raises, the same one its SUM raises.
+const overflowError = "abs(-9223372036854775807 - 1)"
+
+// addExpr is the slot's count plus delta. MySQL and PostgreSQL fail the
+// statement when the sum leaves int64; SQLite would store it as a REAL, so
+// with checkedAdd the sum is checked and an overflow fails the statement
+// there too. Failing (rather than skipping the row with a WHERE) is what a
+// multi-row upsert needs: the statement is undone as a whole, so none of its
+// rows is written, and the caller gets an error whatever the other rows did.
 //
-// guard (SQLite) updates the row only while the sum is still an integer:
-// SQLite turns an integer addition that overflows into a REAL instead of
-// failing as MySQL and PostgreSQL do. A refused update changes 0 rows.
+//	"count"="slotted_counters"."count" + ?                          -- MySQL, PostgreSQL
+//	`count`=CASE WHEN typeof(`slotted_counters`.`count` + ?) = 'integer'
+//	  THEN `slotted_counters`.`count` + ? ELSE abs(-9223372036854775807 - 1) END -- SQLite
 //
-//	... DO UPDATE SET "count"="slotted_counters"."count" + ? WHERE typeof("slotted_counters"."count" + ?) = 'integer'
-func upsertClause(guard bool) clause.OnConflict {
+// SQLite evaluates the constant ELSE branch only for a row that overflows, not
+// once ahead of the statement (checked on SQLite 3.45, mattn's driver, and
+// 3.49, ncruces': a statement without overflow succeeds, and a failed one
+// leaves every row, and the caller's transaction, as they were).
+func (d dialect) addExpr(delta any) clause.Expr {
 	current := clause.Column{Table: clause.CurrentTable, Name: "count"}
-	c := clause.OnConflict{
-		Columns:   keyColumns(),
-		DoUpdates: clause.Set{{Column: clause.Column{Name: "count"}, Value: gorm.Expr("? + ?", current, markDelta)}},
+	if !d.checkedAdd {
+		return gorm.Expr("? + ?", current, delta)
 	}
-	if guard {
-		c.Where = clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "typeof(? + ?) = 'integer'", Vars: []any{current, markDelta}}}}
-	}
-	return c
+	return gorm.Expr("CASE WHEN typeof(? + ?) = 'integer' THEN ? + ? ELSE "+overflowError+" END", current, delta, current, delta)
 }
 
 // setClause overwrites the existing row's count with value (Reset's seed row).

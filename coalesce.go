@@ -22,7 +22,9 @@ import (
 // order. Every caller returns after that statement, with its outcome, or when
 // its context ends, whichever comes first: a write is exactly as durable, and
 // as ambiguous after a deadline, as one statement of its own, and many writes
-// share a round trip and a commit.
+// share a round trip and a commit. A statement that fails with ErrOverflow
+// wrote nothing, but the overflow is one counter's: its callers then write
+// alone, each with a statement of its own, so each gets its own outcome.
 //
 // A caller that finds nothing in flight is the leader at once and writes its
 // own delta on its own context, the statement it would run without
@@ -36,6 +38,8 @@ var (
 	// errLeaderPanicked is what the callers in a statement get when a callback
 	// panicked while it ran (in the leader's goroutine, where the panic goes on).
 	errLeaderPanicked = errors.New("slotted: a callback panicked while the coalesced statement ran; whether it was written is unknown")
+	// errAlone tells the callers of a statement that overflowed to write alone.
+	errAlone = errors.New("slotted: write alone")
 )
 
 type coalesceKey struct {
@@ -149,7 +153,7 @@ func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again boo
 		if err == errLead {
 			return false, c.lead(w)
 		}
-		return false, err
+		return false, c.alone(w, err)
 	case <-w.ctx.Done():
 	}
 	return false, c.leave(w)
@@ -162,30 +166,43 @@ func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again boo
 // may commit after its context ends (AddOnce is the retry-safe write).
 func (c *coalescer) leave(w *waiter) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch w.state {
-	case waiting:
+	state := w.state
+	if state == waiting {
 		c.remove(w)
 		w.state = gone
 		if w.lead {
 			c.handOver()
 		}
-	case taken:
+	}
+	c.mu.Unlock()
+	if state == taken {
 		select {
 		case err := <-w.done: // the outcome came with the deadline: it wins
-			return err
+			return c.alone(w, err)
 		default:
 		}
 	}
 	return w.ctx.Err()
 }
 
+// alone is a caller's outcome of its batch: err, or when the batch
+// overflowed (errAlone), its own statement's. Outside the coalescer: rare,
+// and it must not wait behind the queue it was taken from.
+func (c *coalescer) alone(w *waiter, err error) error {
+	if err != errAlone {
+		return err
+	}
+	return c.p.upsertOne(w.db, c.key.pool, false, w.ref.Type, w.ref.ID, w.slots, w.delta)
+}
+
 // lead writes the next batch, w's delta first, and hands leadership on. A
-// batch of w alone is its own statement in its own goroutine, as without
-// coalescing. A batch carrying other callers' deltas runs in a goroutine of
-// its own (one per statement, not per write), so that w, like every caller in
-// it, can leave when its context ends.
-func (c *coalescer) lead(w *waiter) error {
+// batch of w alone is its own statement, as without coalescing. A batch
+// carrying other callers' deltas runs in a goroutine of its own (one per
+// statement, not per write), so that w, like every caller in it, can leave
+// when its context ends.
+func (c *coalescer) lead(w *waiter) error { return c.alone(w, c.leadBatch(w)) }
+
+func (c *coalescer) leadBatch(w *waiter) error {
 	c.mu.Lock()
 	if err := w.ctx.Err(); err != nil {
 		c.remove(w)
@@ -253,7 +270,9 @@ func (c *coalescer) run(w *waiter, rows []batchRow, batch []*waiter) {
 			w.db.Logger.Error(w.ctx, "slotted: a callback panicked in a coalesced statement of %d writes: %v\n%s", len(batch), r, debug.Stack())
 		}
 	}()
-	err = c.write(w, rows, len(batch))
+	if err = c.write(w, rows, len(batch)); errors.Is(err, ErrOverflow) {
+		err = errAlone
+	}
 	others = err
 }
 

@@ -13,9 +13,15 @@ import (
 //
 //	a write   MySQL (1690) and PostgreSQL (22003) refuse an upsert that would
 //	          take a slot past int64; SQLite would silently store the slot as
-//	          a REAL, so its upsert carries a guard (DO UPDATE ... WHERE the
-//	          sum is still an integer) and 0 rows changed means overflow.
-//	          Either way the caller gets ErrOverflow and nothing is written.
+//	          a REAL, so there every upsert's update checks the sum and raises
+//	          "integer overflow" itself (addExpr: CASE WHEN typeof(sum) =
+//	          'integer' THEN sum ELSE abs(min int64) END). Each way the
+//	          statement fails as a whole, so a multi-row upsert (a coalesced
+//	          batch, a bulk write, a bucketed counter's two rows, AddWhere,
+//	          a Buffer's flush) writes none of its rows; a bulk write of
+//	          several statements runs them in one transaction. The caller gets
+//	          ErrOverflow; a coalesced batch's callers write alone then, so
+//	          only the overflowing counter's callers get it (coalesce.go).
 //	Compact   sums locked slot rows in Go, exactly (sumExact); a counter whose
 //	          total does not fit is refused (Compact) or left as it is (CompactAll).
 //	a read    MySQL's SUM is DECIMAL and PostgreSQL's numeric, so a total past
@@ -42,7 +48,7 @@ func isOverflow(err error) bool {
 			return true
 		}
 	}
-	return strings.Contains(err.Error(), "integer overflow") // SQLite's SUM
+	return strings.Contains(err.Error(), "integer overflow") // SQLite's SUM, and addExpr's check
 }
 
 // sumExact adds counts as if with unbounded integers: ok is false when the
@@ -79,7 +85,7 @@ func (t *total) Scan(src any) error {
 		return t.parse(string(v))
 	case string:
 		return t.parse(v)
-	case float64: // a slot SQLite turned into a REAL before writes were guarded
+	case float64: // a slot SQLite turned into a REAL before writes were checked
 		if v != math.Trunc(v) || v < math.MinInt64 || v >= math.MaxInt64 {
 			return fmt.Errorf("%w: total %g", ErrOverflow, v)
 		}

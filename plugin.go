@@ -81,7 +81,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if p.causalReads() {
 		p.sql.sum = syncWait + " " + p.sql.sum
 	}
-	if p.bucketSQL, err = renderBucketed(db, cfg.Table); err != nil {
+	if p.bucketSQL, err = renderBucketed(db, cfg.Table, p.dialect); err != nil {
 		return err
 	}
 	if !cfg.DisableAutoMigrate {
@@ -148,9 +148,9 @@ type dialect struct {
 	// transactions wait for the node to catch up with the cluster first, and
 	// the retry defaults are Galera's (see galera.go).
 	galera bool
-	// guardedUpsert: the upsert's update carries an overflow guard and a write
-	// that changes no row overflowed (SQLite; see overflow.go).
-	guardedUpsert bool
+	// checkedAdd: the database would not fail an addition past int64 by itself
+	// (SQLite makes it a REAL), so upserts check the sum (addExpr, overflow.go).
+	checkedAdd bool
 	// valuesFunc: an upsert reads the row it tried to insert as VALUES(col)
 	// (MySQL/MariaDB's ON DUPLICATE KEY UPDATE), not as excluded.col.
 	valuesFunc bool
@@ -167,14 +167,14 @@ func dialectOf(d gorm.Dialector) dialect {
 	name := d.Name()
 	sqlite := name == "sqlite"
 	return dialect{
-		name:          name,
-		lockingReads:  !sqlite,
-		immediateTx:   sqlite,
-		rowCompare:    name == "postgres",
-		withoutRowID:  sqlite,
-		guardedUpsert: sqlite,
-		valuesFunc:    name == "mysql",
-		textType:      textType(name),
-		bigResult:     name == "mysql",
+		name:         name,
+		lockingReads: !sqlite,
+		immediateTx:  sqlite,
+		rowCompare:   name == "postgres",
+		withoutRowID: sqlite,
+		checkedAdd:   sqlite,
+		valuesFunc:   name == "mysql",
+		textType:     textType(name),
+		bigResult:    name == "mysql",
 	}
 }

@@ -1,7 +1,6 @@
 package slotted
 
 import (
-	"fmt"
 	"math/rand/v2"
 
 	"gorm.io/gorm"
@@ -85,10 +84,6 @@ func (p *Plugin) upsertOne(db *gorm.DB, pool gorm.ConnPool, inTx bool, recordTyp
 		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
 		inherit(tx.Statement, db.Statement, true)
 		tx.Statement.SQL.WriteString(p.sql.upsert)
-		res := db.Callback().Raw().Execute(tx)
-		if res.Error == nil && res.RowsAffected == 0 && p.dialect.guardedUpsert && !res.DryRun {
-			return fmt.Errorf("%w: adding %d to a slot of %s", ErrOverflow, delta, recordType)
-		}
-		return res.Error
+		return db.Callback().Raw().Execute(tx).Error
 	}))
 }

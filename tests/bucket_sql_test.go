@@ -38,7 +38,7 @@ func TestRenderedBucketSQL(t *testing.T) {
 	}, {
 		name:      "sqlite",
 		dialector: sqliteOpen("file::memory:"),
-		upsert:    "INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (\"pages.views\",\"7\",N,3),(\"pages.views@2026-11-23\",\"7\",N,3) ON CONFLICT (`record_type`,`record_id`,`slot`) DO UPDATE SET `count`=`slotted_counters`.`count` + 3",
+		upsert:    "INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (\"pages.views\",\"7\",N,3),(\"pages.views@2026-11-23\",\"7\",N,3) ON CONFLICT (`record_type`,`record_id`,`slot`) DO UPDATE SET `count`=CASE WHEN typeof(`slotted_counters`.`count` + 3) = 'integer' THEN `slotted_counters`.`count` + 3 ELSE abs(-9223372036854775807 - 1) END",
 		join:      "ON `slotted_likes`.slotted_id = CAST(`pages`.`id` AS TEXT)",
 	}, {
 		name:      "sqlserver",

@@ -23,6 +23,7 @@ func TestAddEach(t *testing.T) {
 		assert.EqualValues(t, -1, post.Stars)
 		require.Len(t, rec.statements(), 1, "one statement")
 		assert.Equal(t, 3, strings.Count(rec.statements()[0], "),(")+1, "three rows, one per counter")
+		assert.True(t, strings.HasSuffix(rec.statements()[0], upsertUpdate(db, inserted[dialect(db)])), rec.statements()[0])
 		for counter, want := range map[string]int64{"likes": 2, "views": 7, "stars": -1} {
 			n, err := slotted.Count(db, &post, counter)
 			require.NoError(t, err)
@@ -161,6 +162,7 @@ func TestAddWhere(t *testing.T) {
 		require.NoError(t, slotted.AddWhere(rdb.Model(&Post{}).Where("title = ?", "where"), "views", 1))
 		require.Len(t, rec.statements(), 1, "one statement")
 		assert.Contains(t, rec.statements()[0], "SELECT")
+		assert.True(t, strings.HasSuffix(rec.statements()[0], upsertUpdate(db, "1")), rec.statements()[0])
 
 		// views has slots:4: every record got one row with count 1, slots in [0, 4), near-uniform.
 		var rows []slotted.SlottedCounter

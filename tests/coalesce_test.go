@@ -238,9 +238,7 @@ func TestCoalescedBatch(t *testing.T) {
 		require.EqualValues(t, 2, g.n.Load(), "the held statement, then one statement for all 48 writes")
 		batch := g.statement(2)
 		require.Len(t, batch.vars, 16*4, "16 counters, 4 values each")
-		perRow := map[string]string{dbMySQL: "`slotted_counters`.`count` + VALUES(`count`)",
-			dbPostgres: `"slotted_counters"."count" + "excluded"."count"`, dbSQLite: "`slotted_counters`.`count` + `excluded`.`count`"}
-		assert.Contains(t, batch.sql, perRow[dialect(db)])
+		assert.True(t, strings.HasSuffix(batch.sql, upsertUpdate(db, inserted[dialect(db)])), "each row's own delta, checked on SQLite: %s", batch.sql)
 		var keys []string
 		for r := 0; r < 16; r++ {
 			keys = append(keys, fmt.Sprint(batch.vars[4*r])+"\x00"+fmt.Sprint(batch.vars[4*r+1]))

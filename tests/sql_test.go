@@ -41,7 +41,7 @@ func TestRenderedSQL(t *testing.T) {
 		name:      "sqlite",
 		dialector: sqliteOpen("file::memory:"),
 		want: []string{
-			"INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (\"posts.likes\",\"7\",N,3) ON CONFLICT (`record_type`,`record_id`,`slot`) DO UPDATE SET `count`=`slotted_counters`.`count` + 3 WHERE typeof(`slotted_counters`.`count` + 3) = 'integer' ",
+			"INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (\"posts.likes\",\"7\",N,3) ON CONFLICT (`record_type`,`record_id`,`slot`) DO UPDATE SET `count`=CASE WHEN typeof(`slotted_counters`.`count` + 3) = 'integer' THEN `slotted_counters`.`count` + 3 ELSE abs(-9223372036854775807 - 1) END",
 			"SELECT COALESCE(SUM(`count`), 0) FROM `slotted_counters` WHERE `record_type` = \"posts.likes\" AND `record_id` = \"7\"",
 			"SELECT `record_type`, `record_id`, SUM(`count`) FROM `slotted_counters` WHERE `record_type` IN (\"posts.likes\",\"posts.views\",\"post_stars\") AND `record_id` IN (\"7\",\"8\") GROUP BY `record_type`,`record_id`",
 		},
