@@ -21,7 +21,9 @@ import (
 //	          a Buffer's flush) writes none of its rows; a bulk write of
 //	          several statements runs them in one transaction. The caller gets
 //	          ErrOverflow; a coalesced batch's callers write alone then, so
-//	          only the overflowing counter's callers get it (coalesce.go).
+//	          only the overflowing counter's callers get it (coalesce.go), and
+//	          a Buffer's flush goes row by row, dropping only that counter's
+//	          delta (writebehind.go).
 //	Compact   sums locked slot rows in Go, exactly (sumExact); a counter whose
 //	          total does not fit is refused (Compact) or left as it is (CompactAll).
 //	a read    MySQL's SUM is DECIMAL and PostgreSQL's numeric, so a total past

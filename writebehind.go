@@ -19,7 +19,9 @@ import (
 // What a crash loses: every delta added since the last successful flush (at
 // most Interval's worth, or FlushAt counters' worth), and nothing else. A
 // failed flush keeps its deltas and retries them on the next one; they are
-// never dropped. A flush that fails in a way that leaves its outcome unknown
+// never dropped, but for a delta that would take its counter past int64: that
+// one is refused as Add refuses it (ErrOverflow, Stats.Overflowed), and the
+// rest of the flush is written. A flush that fails in a way that leaves its outcome unknown
 // (the connection dropped after the server received the statement) is retried
 // too, so those deltas may be counted twice: write-behind is at least once.
 
@@ -52,10 +54,11 @@ type BufferOptions struct {
 type BufferStats struct {
 	Pending       int    // counters held in memory: with deltas not yet written, or in a flush in progress
 	PendingWrites int64  // Add calls not yet written
-	Flushes       uint64 // flushes that wrote every delta they took
+	Flushes       uint64 // flushes that wrote every delta they took (but those refused for overflow)
 	FlushErrors   uint64 // flushes that failed; their deltas went back to pending
 	Written       uint64 // Add calls written
 	Rows          uint64 // counter rows written (one per counter per flush)
+	Overflowed    uint64 // Add calls refused because their delta would take the counter past int64 (ErrOverflow)
 	LastError     error  // the last flush error, nil after a flush succeeds
 }
 
@@ -82,7 +85,7 @@ type Buffer struct {
 	stop     chan struct{}
 	stopped  chan struct{}
 
-	flushes, flushErrors, written, rows atomic.Uint64
+	flushes, flushErrors, written, rows, overflowed atomic.Uint64
 }
 
 type bufEntry struct {
@@ -263,7 +266,8 @@ func (b *Buffer) Flush(ctx context.Context) error {
 
 	db := b.db.WithContext(ctx)
 	pool, _ := b.p.pool(db)
-	done, kept := 0, 0 // rows and carried rows written
+	done, kept := 0, 0 // rows and carried rows written (or refused for overflow)
+	var overflows []error
 	err := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil { // a callback's panic: keep the deltas, report it as the flush's error
@@ -272,28 +276,39 @@ func (b *Buffer) Flush(ctx context.Context) error {
 		}()
 		for err == nil && done < len(rows) {
 			n := shapeFloor(min(len(rows)-done, maxBatchRows))
-			if err = b.p.upsertRows(db, pool, ctx, false, rows[done:done+n]); err == nil {
+			switch err = b.p.upsertRows(db, pool, ctx, false, rows[done:done+n]); {
+			case err == nil:
 				b.wrote(n, writes[done:done+n]...)
 				done += n
+			case errors.Is(err, ErrOverflow):
+				// One counter's overflow failed a statement that wrote nothing:
+				// this chunk goes row by row, so only that counter is refused.
+				err = nil
+				for end := done + n; err == nil && done < end; done++ {
+					err = b.writeOne(db, pool, ctx, rows[done], writes[done], &overflows)
+				}
+				if err != nil {
+					done-- // the row that failed goes back
+				}
 			}
 		}
 		for err == nil && kept < len(carry) {
 			e := carry[kept]
-			if err = b.p.upsertRows(db, pool, ctx, false, []batchRow{{ref: e.ref, slots: e.slots, delta: e.delta}}); err == nil {
-				b.wrote(1, e.writes)
+			if err = b.writeOne(db, pool, ctx, batchRow{ref: e.ref, slots: e.slots, delta: e.delta}, e.writes, &overflows); err == nil {
 				kept++
 			}
 		}
 		return err
 	}()
+	refused := errors.Join(overflows...) // nil when none
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.inflight.refs, b.inflight.overlap, b.inflight.writes = nil, 0, 0
 	if err == nil {
-		b.lastErr = nil
+		b.lastErr = refused // nil, or the refused deltas' ErrOverflow: everything else was written
 		b.flushes.Add(1)
-		return nil
+		return refused
 	}
 	for i := done; i < len(rows); i++ {
 		b.putBack(bufEntry{ref: rows[i].ref, slots: rows[i].slots, delta: rows[i].delta, writes: writes[i]})
@@ -301,9 +316,29 @@ func (b *Buffer) Flush(ctx context.Context) error {
 	for _, e := range carry[kept:] {
 		b.putBack(e)
 	}
-	b.lastErr = err
+	b.lastErr = errors.Join(fmt.Errorf("slotted: write-behind flush (%d counters kept for the next one): %w", len(rows)-done+len(carry)-kept, err), refused)
 	b.flushErrors.Add(1)
-	return fmt.Errorf("slotted: write-behind flush (%d counters kept for the next one): %w", len(rows)-done+len(carry)-kept, err)
+	return b.lastErr
+}
+
+// writeOne writes one counter's delta alone. A delta that would take its
+// counter past int64 is refused, as Add refuses it: reported with ErrOverflow
+// and dropped, since retrying it can only fail again and it would hold back
+// every counter flushed with it.
+func (b *Buffer) writeOne(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, row batchRow, writes int64, overflows *[]error) error {
+	err := b.p.upsertRows(db, pool, ctx, false, []batchRow{row})
+	switch {
+	case err == nil:
+		b.wrote(1, writes)
+	case errors.Is(err, ErrOverflow):
+		b.overflowed.Add(uint64(writes))
+		b.mu.Lock()
+		b.inflight.writes -= writes
+		b.mu.Unlock()
+		*overflows = append(*overflows, fmt.Errorf("slotted: write-behind: %+d to %s/%s from %d Add calls refused: %w", row.delta, row.ref.Type, row.ref.ID, writes, err))
+		return nil
+	}
+	return err
 }
 
 // putBack returns an unwritten delta to pending (under mu).
@@ -353,7 +388,7 @@ func (b *Buffer) Stats() BufferStats {
 	defer b.mu.Unlock()
 	s := BufferStats{
 		Pending: b.held(), PendingWrites: b.inflight.writes,
-		Flushes: b.flushes.Load(), FlushErrors: b.flushErrors.Load(), Written: b.written.Load(), Rows: b.rows.Load(),
+		Flushes: b.flushes.Load(), FlushErrors: b.flushErrors.Load(), Written: b.written.Load(), Rows: b.rows.Load(), Overflowed: b.overflowed.Load(),
 		LastError: b.lastErr,
 	}
 	for _, e := range b.pending {

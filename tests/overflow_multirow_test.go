@@ -256,18 +256,49 @@ func TestOverflowCoalescedConcurrent(t *testing.T) {
 	}, slotted.Config{Slots: 1})
 }
 
-// TestOverflowBufferFlush: a write-behind flush is a multi-row upsert too.
+// TestOverflowBufferFlush: a write-behind flush is a multi-row upsert too. A
+// delta that would overflow its counter is refused, as Add refuses it: the
+// flush reports ErrOverflow for it and writes every other counter, in the
+// same statement shape or not, and nothing stays pending to fail again.
 func TestOverflowBufferFlush(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
-		seedSlot(t, db, "buf", "z", nearMax)
-		buf, err := slotted.NewBuffer(db, slotted.BufferOptions{Interval: time.Hour, OnError: func(error) {}})
+		seedSlot(t, db, "buf", "m", nearMax)
+		var reported []error
+		buf, err := slotted.NewBuffer(db, slotted.BufferOptions{Interval: time.Hour, OnError: func(err error) { reported = append(reported, err) }})
 		require.NoError(t, err)
+		// 12 counters: one statement of 8 rows (the overflowing "m" among them) and one of 4.
+		ids := []string{"a", "b", "c", "d", "e", "f", "m", "n", "o", "p", "q", "r"}
+		for _, id := range ids {
+			require.NoError(t, buf.AddRef(slotted.Ref{Type: "buf", ID: id}, 2))
+			require.NoError(t, buf.AddRef(slotted.Ref{Type: "buf", ID: id}, 3))
+		}
+		err = buf.Flush(context.Background())
+		require.ErrorIs(t, err, slotted.ErrOverflow)
+		assert.Contains(t, err.Error(), "+5 to buf/m from 2 Add calls refused")
+		for _, id := range ids {
+			if id == "m" {
+				assertSlot(t, db, "buf", id, i64(nearMax))
+			} else {
+				assertSlot(t, db, "buf", id, i64(5))
+			}
+		}
+		st := buf.Stats()
+		assert.EqualValues(t, 2, st.Overflowed)
+		assert.EqualValues(t, 22, st.Written)
+		assert.Zero(t, st.Pending, "nothing kept to fail again")
+		assert.Zero(t, st.PendingWrites)
+		assert.EqualValues(t, 1, st.Flushes)
+		assert.Zero(t, st.FlushErrors)
+		require.ErrorIs(t, st.LastError, slotted.ErrOverflow)
+
+		// Alone in a flush, and through Close: the same refusal, the rest written.
+		require.NoError(t, buf.AddRef(slotted.Ref{Type: "buf", ID: "m"}, 2))
 		require.NoError(t, buf.AddRef(slotted.Ref{Type: "buf", ID: "a"}, 1))
-		require.NoError(t, buf.AddRef(slotted.Ref{Type: "buf", ID: "z"}, 5))
-		require.ErrorIs(t, buf.Flush(context.Background()), slotted.ErrOverflow)
-		assertSlot(t, db, "buf", "a", nil)
-		assertSlot(t, db, "buf", "z", i64(nearMax))
-		require.ErrorIs(t, buf.Close(context.Background()), slotted.ErrOverflow, "the deltas stay pending")
+		require.ErrorIs(t, buf.Close(context.Background()), slotted.ErrOverflow)
+		assertSlot(t, db, "buf", "a", i64(6))
+		assertSlot(t, db, "buf", "m", i64(nearMax))
+		require.NoError(t, buf.Flush(context.Background()), "nothing left")
+		assert.Empty(t, reported, "Flush and Close return the error; OnError is for background flushes")
 	}, oneSlot)
 }
 
