@@ -75,9 +75,13 @@ type waiter struct {
 	ref   Ref
 	slots int
 	delta int64
-	state waiterState // guarded by coalescer.mu, like lead
+	state waiterState // guarded by coalescer.mu, like lead and expired
 	lead  bool
-	done  chan error // the outcome, or errLead
+	// expired is its context's error as take saw it, once per take: a
+	// deadline passing between two looks would leave a counter's row indexed
+	// but empty.
+	expired error
+	done    chan error // the outcome, or errLead
 }
 
 // coalescerFor returns the coalescer for db's writes, or nil when they are
@@ -264,8 +268,13 @@ func (c *coalescer) run(w *waiter, rows []batchRow, batch []*waiter) {
 			}
 		}
 	}()
+	finished := false
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r == nil && !finished { // runtime.Goexit in a callback: recover sees nothing
+			r = errors.New("slotted: a callback called runtime.Goexit while the coalesced statement ran")
+		}
+		if r != nil {
 			err = leaderPanic{r}
 			w.db.Logger.Error(w.ctx, "slotted: a callback panicked in a coalesced statement of %d writes: %v\n%s", len(batch), r, debug.Stack())
 		}
@@ -273,7 +282,7 @@ func (c *coalescer) run(w *waiter, rows []batchRow, batch []*waiter) {
 	if err = c.write(w, rows, len(batch)); errors.Is(err, ErrOverflow) {
 		err = errAlone
 	}
-	others = err
+	others, finished = err, true
 }
 
 // endTurn ends a leader's turn.
@@ -311,7 +320,10 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 		if o.lead && o != w {
 			continue // promoted by another leader's hand-over: it writes a batch of its own
 		}
-		if _, ok := c.index[o.ref]; !ok && len(c.index) < c.p.cfg.MaxBatch && (o == w || o.ctx.Err() == nil) {
+		if o != w { // w checked its own before taking: it is in
+			o.expired = o.ctx.Err()
+		}
+		if _, ok := c.index[o.ref]; !ok && len(c.index) < c.p.cfg.MaxBatch && o.expired == nil {
 			c.index[o.ref] = len(c.index)
 		}
 	}
@@ -323,9 +335,9 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 			keep = append(keep, o)
 			continue
 		}
-		if err := o.ctx.Err(); err != nil && o != w { // w checked its own before taking: it is in
+		if o.expired != nil {
 			o.state = gone
-			o.done <- err
+			o.done <- o.expired
 			c.p.batching.waiting.Add(-1)
 			continue
 		}

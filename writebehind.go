@@ -232,7 +232,8 @@ func (b *Buffer) loop() {
 
 // Flush writes every pending delta now, one multi-row upsert per up to 1024
 // counters, each statement on its own (retried on lock conflicts). On an error
-// the deltas not written go back to pending for the next flush.
+// the deltas not written go back to pending for the next flush, but for a
+// delta refused for overflow (ErrOverflow): that one is dropped.
 func (b *Buffer) Flush(ctx context.Context) error {
 	b.flushing.Lock()
 	defer b.flushing.Unlock()

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -337,7 +339,8 @@ func TestCoalescedFailure(t *testing.T) {
 }
 
 // TestCoalescedCancellation: a queued write whose context ends leaves with the context error and nothing
-// written; once its delta is in a statement it gets that statement's outcome, even if its context ends.
+// written; one whose delta is already in a statement leaves with the context error too, while the statement
+// is still held, and its delta lands with the statement.
 func TestCoalescedCancellation(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		post := Post{Title: "cancel"}
@@ -599,6 +602,104 @@ func TestCoalescedPanic(t *testing.T) {
 		for _, err := range queue(hotAndTags(func(int) *gorm.DB { return db }, post))() {
 			require.NoError(t, err)
 		}
+		assert.Zero(t, stats(t, db).Waiting)
+	}, oneInFlight)
+}
+
+// flipCtx is a context whose deadline passes right after its first look:
+// Err is nil once, then DeadlineExceeded (Done never closes).
+type flipCtx struct {
+	context.Context
+	looks atomic.Int32
+}
+
+func (c *flipCtx) Err() error {
+	if c.looks.Add(1) > 1 {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// TestCoalescedDeadlineDuringTake: a queued caller whose deadline passes while
+// the leader takes the batch is either in the statement or out of it, never
+// half in (an indexed counter row left empty panicked the leader with
+// rand.IntN(0) and failed every other caller).
+func TestCoalescedDeadlineDuringTake(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		on, started, release := held(1)
+		installGate(t, db, on)
+		first := queue([]func() error{func() error { return slotted.AddRef(db, slotted.Ref{Type: "take", ID: "first"}, 1) }})
+		<-started
+		leader := make(chan any, 1)
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					leader <- fmt.Sprint("panic: ", r)
+				}
+			}()
+			leader <- slotted.AddRef(db, slotted.Ref{Type: "take", ID: "a"}, 1)
+		}()
+		waitQueued(t, db, 1)
+		b := queue([]func() error{func() error { return slotted.AddRef(db, slotted.Ref{Type: "take", ID: "b"}, 1) }})
+		waitQueued(t, db, 2)
+		fc := &flipCtx{Context: context.Background()}
+		f := queue([]func() error{func() error { return slotted.AddRef(db.WithContext(fc), slotted.Ref{Type: "take", ID: "f"}, 1) }})
+		waitQueued(t, db, 3)
+		close(release)
+		require.NoError(t, first()[0])
+		require.Nil(t, <-leader, "the leader")
+		require.NoError(t, b()[0])
+		require.NoError(t, f()[0], "taken with its one look at the context")
+		for _, id := range []string{"first", "a", "b", "f"} {
+			n, err := slotted.CountRef(db, slotted.Ref{Type: "take", ID: id})
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, n, id)
+		}
+	}, oneInFlight)
+}
+
+// TestCoalescedGoexit: a callback that ends the statement's goroutine with
+// runtime.Goexit (t.FailNow in a test callback) fails the batch like a
+// panic: the leader panics with a message that says so, the others get the
+// "callback panicked" error, and the coalescer keeps working.
+func TestCoalescedGoexit(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		on, started, release := held(1)
+		installGate(t, db, func(n int32, tx *gorm.DB) {
+			on(n, tx)
+			if n == 2 {
+				runtime.Goexit()
+			}
+		})
+		first := queue([]func() error{func() error { return slotted.AddRef(db, slotted.Ref{Type: "exit", ID: "first"}, 1) }})
+		<-started
+		writes := make([]func() error, 8)
+		for i := range writes {
+			writes[i] = func() (err error) {
+				defer func() {
+					if r := recover(); r != nil {
+						err = fmt.Errorf("panicked: %v", r)
+					}
+				}()
+				return slotted.AddRef(db, slotted.Ref{Type: "exit", ID: strconv.Itoa(i)}, 1)
+			}
+		}
+		rest := queue(writes)
+		waitQueued(t, db, 8)
+		close(release)
+		require.NoError(t, first()[0])
+		panicked := 0
+		for _, err := range rest() {
+			require.Error(t, err)
+			if strings.HasPrefix(err.Error(), "panicked: ") {
+				panicked++
+				assert.Contains(t, err.Error(), "runtime.Goexit")
+			} else {
+				assert.Contains(t, err.Error(), "panicked while the coalesced statement ran")
+			}
+		}
+		assert.Equal(t, 1, panicked, "the leader")
+		require.NoError(t, slotted.AddRef(db, slotted.Ref{Type: "exit", ID: "after"}, 1))
 		assert.Zero(t, stats(t, db).Waiting)
 	}, oneInFlight)
 }

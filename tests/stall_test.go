@@ -254,3 +254,80 @@ func TestDeadlinesOnFirstUse(t *testing.T) {
 		assert.GreaterOrEqual(t, n, int64(1))
 	})
 }
+
+// TestDeadlinesInAStalledBatch: what stalls is a coalesced statement carrying
+// many callers' writes. The first statement is held at a gate while 24
+// callers with 2 s deadlines queue behind it, the server stalls, and the
+// first statement then fails without reaching it: the oldest queued caller
+// leads the other 23 into the stalled server. Each must still return with its
+// own context.DeadlineExceeded during the stall (before, a caller whose write
+// was in a statement waited for it: until the stall ended or BatchTimeout),
+// and the statement, which outlives them, lands once the server answers.
+func TestDeadlinesInAStalledBatch(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		stalled, stall, resume, _ := stallable(t, db)
+		started, release := make(chan struct{}), make(chan struct{})
+		installGate(t, stalled, func(n int32, tx *gorm.DB) {
+			if n == 1 {
+				close(started)
+				<-release
+				_ = tx.AddError(errInjected) // statement 1 never reaches the server
+			}
+		})
+		post := Post{ID: 9}
+		first := make(chan error, 1)
+		go func() { p := post; first <- slotted.Increment(stalled, &p, "likes") }()
+		<-started
+
+		var resumed atomic.Bool
+		endStall := sync.OnceFunc(func() { resumed.Store(true); resume() })
+		t.Cleanup(endStall)
+		const callers = 24
+		type result struct {
+			err        error
+			afterStall bool
+		}
+		results := make(chan result, callers)
+		for range callers {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				p := post
+				err := slotted.Increment(stalled.WithContext(ctx), &p, "likes")
+				results <- result{err, resumed.Load()}
+			}()
+		}
+		waitQueued(t, stalled, callers)
+		stall()
+		close(release)
+		require.ErrorIs(t, <-first, errInjected)
+
+		var got []result
+		bound := time.After(15 * time.Second)
+	collect:
+		for len(got) < callers {
+			select {
+			case r := <-results:
+				got = append(got, r)
+			case <-bound:
+				break collect
+			}
+		}
+		st := stats(t, stalled)
+		endStall()
+		for len(got) < callers {
+			got = append(got, <-results)
+		}
+		for i, r := range got {
+			assert.ErrorIs(t, r.err, context.DeadlineExceeded, "caller %d", i)
+			assert.False(t, r.afterStall, "caller %d returned only after the stall ended", i)
+		}
+		assert.EqualValues(t, 2, st.Batches, "statement 1, then one batch of all %d callers", callers)
+		assert.EqualValues(t, 1+callers, st.BatchedWrites)
+		// The batch outlived its callers' deadlines: it lands when the server answers.
+		require.Eventually(t, func() bool {
+			n, err := slotted.Count(stalled, &post, "likes")
+			return err == nil && n == callers
+		}, 20*time.Second, 20*time.Millisecond)
+	})
+}
