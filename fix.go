@@ -125,7 +125,7 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 // those Scope selects), BatchSize parents per transaction, in primary-key
 // order; After resumes an interrupted run.
 //
-//	SELECT id FROM posts [WHERE <Scope>] AND id > ? ORDER BY id LIMIT 100
+//	SELECT id FROM posts [WHERE <Scope>] AND id > ? ORDER BY id LIMIT 100   -- on the primary
 //	-- then Fix's transaction for those 100 posts, and the next page
 func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 	var prog FixProgress
@@ -144,32 +144,10 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 	if err != nil {
 		return prog, err
 	}
-	ctx := contextOf(db)
-	pk := clause.Column{Table: clause.CurrentTable, Name: m.key.column}
-	after := opts.After
-	for {
-		if err := ctx.Err(); err != nil {
-			return prog, err
-		}
-		batch := reflect.New(reflect.SliceOf(m.typ))
-		q := WithoutFill(routed(db)).Model(reflect.New(m.typ).Interface()).Select(m.key.column).
-			Order(clause.OrderByColumn{Column: pk}).Limit(opts.BatchSize)
-		if opts.Scope != nil {
-			q = opts.Scope(q)
-		}
-		if after != nil {
-			q = q.Where(clause.Gt{Column: pk, Value: after})
-		}
-		if err := q.Find(batch.Interface()).Error; err != nil {
-			return prog, err
-		}
-		n := batch.Elem().Len()
-		if n == 0 {
-			return prog, nil
-		}
-		rs, err := m.records(batch.Elem(), true)
+	err = keysetPages(db, m, opts.BatchSize, opts.After, opts.Scope, func(page reflect.Value, last any) error {
+		rs, err := m.records(page, true)
 		if err != nil {
-			return prog, err
+			return err
 		}
 		keys := make([]any, len(rs.ids))
 		for i, id := range rs.ids {
@@ -177,20 +155,18 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 		}
 		drifts, _, err := p.fix(db, caches, rs.ids, keys, opts)
 		if err != nil {
-			return prog, err
+			return err
 		}
-		after = m.key.value(batch.Elem().Index(n - 1))
 		prog.Batches++
-		prog.Records += n
+		prog.Records += page.Len()
 		prog.Drifted += len(drifts)
-		prog.Last = after
+		prog.Last = last
 		if opts.Progress != nil {
 			opts.Progress(prog)
 		}
-		if n < opts.BatchSize {
-			return prog, nil
-		}
-	}
+		return nil
+	})
+	return prog, err
 }
 
 // cachesOfModel returns the named counter caches of a parent model (all when names is empty).

@@ -131,39 +131,17 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 	if err != nil {
 		return prog, err
 	}
-	typ := m.typ
-	ctx := contextOf(db)
-	pk := clause.Column{Name: m.key.column}
-	after := opts.After
-	for {
-		if err := ctx.Err(); err != nil {
-			return prog, err
+	err = keysetPages(db, m, opts.BatchSize, opts.After, nil, func(page reflect.Value, last any) error {
+		if err := p.rollUp(db, m, selected, page); err != nil {
+			return err
 		}
-		batch := reflect.New(reflect.SliceOf(typ))
-		q := WithoutFill(primary(db, m.table)).Model(reflect.New(typ).Interface()).Select(m.key.column).
-			Order(clause.OrderByColumn{Column: pk}).Limit(opts.BatchSize)
-		if after != nil {
-			q = q.Where(clause.Gt{Column: pk, Value: after})
-		}
-		if err := q.Find(batch.Interface()).Error; err != nil {
-			return prog, err
-		}
-		n := batch.Elem().Len()
-		if n == 0 {
-			return prog, nil
-		}
-		if err := p.rollUp(db, m, selected, batch.Elem()); err != nil {
-			return prog, err
-		}
-		after = m.key.value(batch.Elem().Index(n - 1))
 		prog.Batches++
-		prog.Records += n
-		prog.Last = after
+		prog.Records += page.Len()
+		prog.Last = last
 		if opts.Progress != nil {
 			opts.Progress(prog)
 		}
-		if n < opts.BatchSize {
-			return prog, nil
-		}
-	}
+		return nil
+	})
+	return prog, err
 }

@@ -267,3 +267,27 @@ func quote(name, ident string) string {
 	}
 	return "`" + ident + "`"
 }
+
+// TestRoutingFixAllOnPrimary: FixAll's pages of parents decide which counter
+// caches it rewrites, so they are read on the primary like RollUpAll's: a
+// lagging replica would skip parents created since its last replay.
+func TestRoutingFixAllOnPrimary(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		cacheDB(t, db)
+		replica, replicaLog := spied(t, dialect(db), "replica", sameDatabase)
+		app, primaryLog := resolved(t, db, dbresolver.Config{Replicas: []gorm.Dialector{replica}})
+		declareCaches(t, app)
+		for i := range 3 {
+			topic := Topic{Title: fmt.Sprint("t", i)}
+			require.NoError(t, app.Create(&topic).Error)
+			require.NoError(t, app.Create(&Reply{TopicID: &topic.ID, Published: true}).Error)
+		}
+		primaryLog.reset()
+		replicaLog.reset()
+		prog, err := slotted.FixAll(app, &Topic{}, slotted.FixOptions{BatchSize: 2})
+		require.NoError(t, err)
+		assert.Equal(t, 3, prog.Records)
+		assert.Positive(t, primaryLog.count(""), "FixAll ran on the primary")
+		assert.Zero(t, replicaLog.count(""), "FixAll ran nothing on the replica: %v", replicaLog.statements())
+	})
+}
