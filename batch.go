@@ -128,14 +128,10 @@ func (p *Plugin) execRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, 
 		}
 		vals = make([]any, 0, len(order)*len(rows))
 		for _, r := range rows {
-			vals = appendArgs(vals, order, r.ref.Type, r.ref.ID, rand.IntN(r.slots), r.delta)
+			vals = appendArgs(vals, order, r.ref.Type, r.ref.ID, rand.IntN(r.slots), r.delta, "")
 		}
 	}
-	tx := &gorm.DB{Config: db.Config}
-	tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
-	inherit(tx.Statement, db.Statement, true)
-	tx.Statement.SQL.WriteString(query)
-	return overflowed(db.Callback().Raw().Execute(tx).Error)
+	return overflowed(execRendered(db, pool, ctx, query, vals).Error)
 }
 
 // sortRows orders rows by key, the order every multi-row statement locks in
@@ -149,21 +145,4 @@ func mergeDelta(sum, d int64) (int64, bool) {
 		return sum, false
 	}
 	return s, true
-}
-
-// appendArgs is args for one row of a multi-row statement.
-func appendArgs(dst []any, order []arg, recordType, recordID string, slot int, delta int64) []any {
-	for _, a := range order {
-		switch a {
-		case argRecordType:
-			dst = append(dst, recordType)
-		case argRecordID:
-			dst = append(dst, recordID)
-		case argSlot:
-			dst = append(dst, slot)
-		case argDelta:
-			dst = append(dst, delta)
-		}
-	}
-	return dst
 }

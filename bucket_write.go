@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 )
 
@@ -71,27 +70,8 @@ func (p *Plugin) writeCounter(db *gorm.DB, c *counter, id string, delta int64) e
 	pool, inTx := p.pool(db)
 	ctx := contextOf(db)
 	return p.withRetry(ctx, inTx, func() error {
-		slot := rand.IntN(c.slots)
-		vals := make([]any, len(p.bucketSQL.upsertArgs))
-		for i, a := range p.bucketSQL.upsertArgs {
-			switch a {
-			case argBucketType:
-				vals[i] = bucketType
-			case argRecordType:
-				vals[i] = c.recordType
-			case argRecordID:
-				vals[i] = id
-			case argSlot:
-				vals[i] = slot
-			case argDelta:
-				vals[i] = delta
-			}
-		}
-		tx := &gorm.DB{Config: db.Config}
-		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
-		inherit(tx.Statement, db.Statement, true)
-		tx.Statement.SQL.WriteString(p.bucketSQL.upsert)
-		return overflowed(db.Callback().Raw().Execute(tx).Error)
+		vals := appendArgs(make([]any, 0, len(p.bucketSQL.upsertArgs)), p.bucketSQL.upsertArgs, c.recordType, id, rand.IntN(c.slots), delta, bucketType)
+		return overflowed(execRendered(db, pool, ctx, p.bucketSQL.upsert, vals).Error)
 	})
 }
 

@@ -1,6 +1,7 @@
 package slotted
 
 import (
+	"context"
 	"fmt"
 	"iter"
 
@@ -52,20 +53,38 @@ const (
 
 // args puts the call's values in placeholder order.
 func args(order []arg, recordType, recordID string, slot int, delta int64) []any {
-	out := make([]any, len(order))
-	for i, a := range order {
+	return appendArgs(make([]any, 0, len(order)), order, recordType, recordID, slot, delta, "")
+}
+
+// appendArgs is args for one row of a multi-row statement; bucketType fills
+// a bucketed upsert's second record_type (argBucketType).
+func appendArgs(dst []any, order []arg, recordType, recordID string, slot int, delta int64, bucketType string) []any {
+	for _, a := range order {
 		switch a {
 		case argRecordType:
-			out[i] = recordType
+			dst = append(dst, recordType)
 		case argRecordID:
-			out[i] = recordID
+			dst = append(dst, recordID)
 		case argSlot:
-			out[i] = slot
+			dst = append(dst, slot)
 		case argDelta:
-			out[i] = delta
+			dst = append(dst, delta)
+		case argBucketType:
+			dst = append(dst, bucketType)
 		}
 	}
-	return out
+	return dst
+}
+
+// execRendered runs a statement rendered at Initialize (the upserts) through
+// gorm's Raw callbacks, so the caller's logger, tracing and dbresolver see
+// it, on pool and with the caller's routing: no statement building per call.
+func execRendered(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, query string, vals []any) *gorm.DB {
+	tx := &gorm.DB{Config: db.Config}
+	tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
+	inherit(tx.Statement, db.Statement, true)
+	tx.Statement.SQL.WriteString(query)
+	return db.Callback().Raw().Execute(tx)
 }
 
 // questionMarks wraps the dialect so rendered statements keep '?' placeholders:

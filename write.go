@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // Increment adds 1 to a counter of model, which must be a pointer to a struct
@@ -80,10 +79,6 @@ func (p *Plugin) upsertOne(db *gorm.DB, pool gorm.ConnPool, inTx bool, recordTyp
 	return overflowed(p.withRetry(ctx, inTx, func() error {
 		// A fresh slot on each attempt: the one that conflicted is the hottest.
 		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
-		tx := &gorm.DB{Config: db.Config}
-		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
-		inherit(tx.Statement, db.Statement, true)
-		tx.Statement.SQL.WriteString(p.sql.upsert)
-		return db.Callback().Raw().Execute(tx).Error
+		return execRendered(db, pool, ctx, p.sql.upsert, vals).Error
 	}))
 }
