@@ -275,26 +275,7 @@ func TestBucketWritersAcrossMidnight(t *testing.T) {
 		clk := &tickingClock{start: midnight.Add(-writers * each / 2 * time.Millisecond), step: time.Millisecond}
 		sw.set(clk.Now)
 		var perPage [3]atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, writers)
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range each {
-					p := (w + i) % len(pages)
-					post := Page{ID: pages[p].ID}
-					if err := slotted.Increment(db, &post, "views"); err != nil {
-						errs <- err
-						return
-					}
-					perPage[p].Add(1)
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		for _, err := range incrementPages(db, pages, "views", writers, each, perPage[:]) {
 			require.NoError(t, err)
 		}
 		require.EqualValues(t, writers*each, clk.n.Load(), "one clock reading per write")
@@ -342,7 +323,6 @@ func TestBucketCompactionRacingWriters(t *testing.T) {
 		require.NoError(t, other.Use(slotted.New(slotted.Config{Now: func() time.Time { return today.Add(5 * time.Minute) }})))
 
 		const writers, each = 48, 25
-		var wg sync.WaitGroup
 		stop := make(chan struct{})
 		var compacted, conflicts atomic.Int64
 		compactErr := make(chan error, 1)
@@ -371,26 +351,10 @@ func TestBucketCompactionRacingWriters(t *testing.T) {
 			}
 		}()
 		var perPage [3]atomic.Int64
-		errs := make(chan error, writers)
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range each {
-					p := (w + i) % len(pages)
-					if err := slotted.Increment(db, &Page{ID: pages[p].ID}, "views"); err != nil {
-						errs <- err
-						return
-					}
-					perPage[p].Add(1)
-				}
-			}()
-		}
-		wg.Wait()
+		errs := incrementPages(db, pages, "views", writers, each, perPage[:])
 		close(stop)
 		require.NoError(t, <-compactErr)
-		close(errs)
-		for err := range errs {
+		for _, err := range errs {
 			require.NoError(t, err)
 		}
 		prog, err := slotted.MaintainBuckets(other, &Page{}, slotted.BucketOptions{Closed: 1})
@@ -473,21 +437,10 @@ func TestBucketRetentionRacingWriters(t *testing.T) {
 			}
 			errs <- errors.New("MaintainBuckets gave up on lock conflicts 20 times")
 		}()
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range each {
-					p := (w + i) % len(pages)
-					if err := slotted.Increment(db, &Page{ID: pages[p].ID}, "recent"); err != nil {
-						errs <- err
-						return
-					}
-					perPage[p].Add(1)
-				}
-			}()
+		for _, err := range incrementPages(db, pages, "recent", writers, each, perPage[:]) {
+			require.NoError(t, err)
 		}
-		wg.Wait()
+		wg.Wait() // the maintainer
 		close(errs)
 		for err := range errs {
 			require.NoError(t, err)
@@ -666,4 +619,34 @@ func TestAddRefSlots(t *testing.T) {
 			assert.EqualValues(t, 120, n)
 		}
 	}, slotted.Config{Slots: 2})
+}
+
+// incrementPages runs writers goroutines that each Increment counter each
+// times, cycling over pages from their own offset, and counts the successful
+// ones per page; it returns when all have, with the error of each writer that
+// stopped on one.
+func incrementPages(db *gorm.DB, pages []Page, counter string, writers, each int, perPage []atomic.Int64) []error {
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				p := (w + i) % len(pages)
+				if err := slotted.Increment(db, &Page{ID: pages[p].ID}, counter); err != nil {
+					errs <- err
+					return
+				}
+				perPage[p].Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
 }

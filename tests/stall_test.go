@@ -204,11 +204,7 @@ func TestDeadlinesOnFirstUse(t *testing.T) {
 		}
 
 		const callers = 48
-		type result struct {
-			err        error
-			afterStall bool
-		}
-		results := make(chan result, callers)
+		results := make(chan stallResult, callers)
 		for i := range callers {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -220,34 +216,10 @@ func TestDeadlinesOnFirstUse(t *testing.T) {
 				} else {
 					_, err = slotted.Count(stalled.WithContext(ctx), &p, "likes")
 				}
-				results <- result{err, resumed.Load()}
+				results <- stallResult{err, resumed.Load()}
 			}()
 		}
-		// The stall ends when every short caller has returned, or after a
-		// bound long past their deadlines (then the test fails below rather
-		// than hanging).
-		var got []result
-		bound := time.After(20 * time.Second)
-	collect:
-		for len(got) < callers {
-			select {
-			case r := <-results:
-				got = append(got, r)
-			case <-bound:
-				// Where the stuck callers wait, for the failure below.
-				stacks := make([]byte, 1<<20)
-				t.Logf("%d of %d callers still stuck; goroutines:\n%s", callers-len(got), callers, stacks[:runtime.Stack(stacks, true)])
-				break collect
-			}
-		}
-		endStall()
-		for len(got) < callers {
-			got = append(got, <-results)
-		}
-		for i, r := range got {
-			assert.ErrorIs(t, r.err, context.DeadlineExceeded, "caller %d", i)
-			assert.False(t, r.afterStall, "caller %d returned only after the stall ended", i)
-		}
+		requireDeadlinesDuringStall(t, results, callers, 20*time.Second, endStall)
 		require.NoError(t, <-first, "the patient caller succeeded once the server answered")
 		n, err := slotted.Count(stalled, &post, "likes")
 		require.NoError(t, err)
@@ -283,18 +255,14 @@ func TestDeadlinesInAStalledBatch(t *testing.T) {
 		endStall := sync.OnceFunc(func() { resumed.Store(true); resume() })
 		t.Cleanup(endStall)
 		const callers = 24
-		type result struct {
-			err        error
-			afterStall bool
-		}
-		results := make(chan result, callers)
+		results := make(chan stallResult, callers)
 		for range callers {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
 				p := post
 				err := slotted.Increment(stalled.WithContext(ctx), &p, "likes")
-				results <- result{err, resumed.Load()}
+				results <- stallResult{err, resumed.Load()}
 			}()
 		}
 		waitQueued(t, stalled, callers)
@@ -302,26 +270,8 @@ func TestDeadlinesInAStalledBatch(t *testing.T) {
 		close(release)
 		require.ErrorIs(t, <-first, errInjected)
 
-		var got []result
-		bound := time.After(15 * time.Second)
-	collect:
-		for len(got) < callers {
-			select {
-			case r := <-results:
-				got = append(got, r)
-			case <-bound:
-				break collect
-			}
-		}
-		st := stats(t, stalled)
-		endStall()
-		for len(got) < callers {
-			got = append(got, <-results)
-		}
-		for i, r := range got {
-			assert.ErrorIs(t, r.err, context.DeadlineExceeded, "caller %d", i)
-			assert.False(t, r.afterStall, "caller %d returned only after the stall ended", i)
-		}
+		var st slotted.Stats
+		requireDeadlinesDuringStall(t, results, callers, 15*time.Second, func() { st = stats(t, stalled); endStall() })
 		assert.EqualValues(t, 2, st.Batches, "statement 1, then one batch of all %d callers", callers)
 		assert.EqualValues(t, 1+callers, st.BatchedWrites)
 		// The batch outlived its callers' deadlines: it lands when the server answers.
@@ -330,4 +280,40 @@ func TestDeadlinesInAStalledBatch(t *testing.T) {
 			return err == nil && n == callers
 		}, 20*time.Second, 20*time.Millisecond)
 	})
+}
+
+// stallResult is a short-deadline caller's outcome, and whether the stall
+// had ended when it returned.
+type stallResult struct {
+	err        error
+	afterStall bool
+}
+
+// requireDeadlinesDuringStall collects n callers' results until every one
+// returned or bound passed (then it logs where the stuck ones wait, rather
+// than hang), ends the stall, collects the rest, and asserts that each
+// returned its own context.DeadlineExceeded while the stall lasted.
+func requireDeadlinesDuringStall(t *testing.T, results <-chan stallResult, n int, bound time.Duration, endStall func()) {
+	t.Helper()
+	var got []stallResult
+	deadline := time.After(bound)
+collect:
+	for len(got) < n {
+		select {
+		case r := <-results:
+			got = append(got, r)
+		case <-deadline:
+			stacks := make([]byte, 1<<20)
+			t.Logf("%d of %d callers still stuck; goroutines:\n%s", n-len(got), n, stacks[:runtime.Stack(stacks, true)])
+			break collect
+		}
+	}
+	endStall()
+	for len(got) < n {
+		got = append(got, <-results)
+	}
+	for i, r := range got {
+		assert.ErrorIs(t, r.err, context.DeadlineExceeded, "caller %d", i)
+		assert.False(t, r.afterStall, "caller %d returned only after the stall ended", i)
+	}
 }
