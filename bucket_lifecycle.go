@@ -115,7 +115,7 @@ func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *counter, keep strin
 			return err
 		}
 		var next sql.NullString
-		err := routed(db).Table(p.cfg.Table).Select("MIN(?)", rt).
+		err := primary(db, p.cfg.Table).Table(p.cfg.Table).Select("MIN(?)", rt).
 			Where(clause.Gt{Column: rt, Value: after}).Where(clause.Lt{Column: rt, Value: below}).
 			Row().Scan(&next)
 		if err != nil {
@@ -150,7 +150,7 @@ func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType strin
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		q := routed(db).Table(p.cfg.Table).Select("record_id", "slot").Where(clause.Eq{Column: rt, Value: recordType})
+		q := primary(db, p.cfg.Table).Table(p.cfg.Table).Select("record_id", "slot").Where(clause.Eq{Column: rt, Value: recordType})
 		if last != nil {
 			q = q.Where(clause.Or(clause.Gt{Column: rid, Value: string(last.RecordID)},
 				clause.And(clause.Eq{Column: rid, Value: string(last.RecordID)}, clause.Gt{Column: slot, Value: last.Slot})))
@@ -168,7 +168,7 @@ func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType strin
 		}
 		// Deleting named rows is idempotent: retried on lock conflicts like a write.
 		err = p.withRetry(ctx, inTransaction(db), func() error {
-			res := routed(db).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
+			res := primary(db, p.cfg.Table).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
 			removed += res.RowsAffected
 			return res.Error
 		})

@@ -291,3 +291,32 @@ func TestRoutingFixAllOnPrimary(t *testing.T) {
 		assert.Zero(t, replicaLog.count(""), "FixAll ran nothing on the replica: %v", replicaLog.statements())
 	})
 }
+
+// TestRoutingRetentionOnPrimary: retention's reads decide which bucket rows
+// it deletes (the next expired bucket, the rows of one), so they run on the
+// primary: a lagging replica would miss buckets written since its last replay
+// and leave them behind.
+func TestRoutingRetentionOnPrimary(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		migratePages(t, db)
+		replica, replicaLog := spied(t, dialect(db), "replica", sameDatabase)
+		app, primaryLog := resolved(t, db, dbresolver.Config{Replicas: []gorm.Dialector{replica}})
+		page := Page{Title: "old"}
+		require.NoError(t, app.Create(&page).Error)
+		ref, err := slotted.RefOf(app, &page, "recent")
+		require.NoError(t, err)
+		for _, day := range []string{"2020-01-01", "2020-01-02"} {
+			old := slotted.Ref{Type: ref.Type + "@" + day, ID: ref.ID, Slots: 4}
+			for range 3 {
+				require.NoError(t, slotted.AddRef(app, old, 1))
+			}
+		}
+		primaryLog.reset()
+		replicaLog.reset()
+		prog, err := slotted.MaintainBuckets(app, &Page{}, slotted.BucketOptions{Closed: 1, BatchSize: 2})
+		require.NoError(t, err)
+		assert.Equal(t, 2, prog.Expired, "both old days expired")
+		assert.Positive(t, primaryLog.count(""), "retention ran on the primary")
+		assert.Zero(t, replicaLog.count(""), "retention read nothing on the replica: %v", replicaLog.statements())
+	})
+}
