@@ -3,7 +3,6 @@ package slotted
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -193,59 +192,26 @@ func onceArgs(delta int64, key string, opts []OnceOption) (onceOptions, error) {
 	return o, checkOnceKey(key)
 }
 
-// addOnce inserts the key and, only if it was new, adds delta, in one write
-// transaction. An expired key still in the table is replaced in the same
-// transaction, so expiry does not wait for the Runner.
+// addOnce inserts the key and, only if it was new (or expired), adds rows:
+// coalesced with other writes outside a transaction (once_batch.go), in the
+// caller's transaction with the same statements inside one.
 func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key string, o onceOptions) (applied bool, err error) {
-	err = p.writeTx(db, func(tx *gorm.DB) error {
-		applied = false // an attempt that failed and is retried starts over
-		now := time.Now().UTC()
-		row := onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}
-		if o.ttl > 0 {
-			at := now.Add(o.ttl)
-			row.ExpiresAt = &at
-		}
-		inserted, err := p.insertKey(tx, &row)
-		if err != nil || !inserted {
-			if err != nil {
-				return err
-			}
-			// Only a key seen expired is deleted: a DELETE of a live key would
-			// ask InnoDB for the X lock that racing duplicates, holding the S
-			// lock of their INSERT IGNORE, all ask for too (a deadlock).
-			var seen []onceRow
-			if err := tx.Table(p.cfg.OnceTable).Select("expires_at").Where(onceCondition(ref, key)).
-				Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Limit(1).Find(&seen).Error; err != nil || len(seen) == 0 {
-				return err // the key is live: nothing to apply
-			}
-			res := tx.Table(p.cfg.OnceTable).Where(onceCondition(ref, key)).
-				Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Delete(&onceRow{})
-			if res.Error != nil || res.RowsAffected == 0 {
-				return res.Error // replaced by another AddOnce meanwhile: now live
-			}
-			if inserted, err = p.insertKey(tx, &row); err != nil || !inserted {
-				return err // the transaction holds the key's lock since its DELETE: !inserted cannot happen
-			}
-		}
-		if err := p.writeDeltas(tx, slices.Clone(rows)); err != nil {
-			return err
-		}
-		applied = true
-		return nil
-	})
-	return applied && err == nil, err
-}
-
-// insertKey inserts row unless its key is there, reporting whether it did.
-func (p *Plugin) insertKey(tx *gorm.DB, row *onceRow) (bool, error) {
-	q := tx.Table(p.cfg.OnceTable)
-	if p.dialect.insertIgnore() {
-		q = q.Clauses(clause.Insert{Modifier: "IGNORE"})
-	} else {
-		q = q.Clauses(clause.OnConflict{Columns: onceKeyColumns(), DoNothing: true})
+	w := &onceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}}
+	if o.ttl > 0 {
+		at := time.Now().UTC().Add(o.ttl)
+		w.row.ExpiresAt = &at
 	}
-	res := q.Create(row)
-	return res.Error == nil && res.RowsAffected == 1, res.Error
+	rows = dropZero(rows)
+	sortRows(rows)
+	pool, inTx := p.pool(db)
+	if c := p.coalescerFor(db, pool, inTx); c != nil {
+		err = p.coalesceRows(db, c, batchRow{}, rows, w)
+	} else {
+		err = p.writeTx(db, func(tx *gorm.DB) error {
+			return p.applyOnces(tx, nil, []*waiter{{rows: rows, once: w}})
+		})
+	}
+	return err == nil && w.applied, err
 }
 
 // removeOnce deletes the key and subtracts its delta in one write transaction.
@@ -280,10 +246,6 @@ func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, rowsFor func(delta int64) []ba
 // insertIgnore: the key's insert is INSERT IGNORE (MySQL/MariaDB), not
 // ON CONFLICT DO NOTHING.
 func (d dialect) insertIgnore() bool { return d.name == "mysql" }
-
-func onceKeyColumns() []clause.Column {
-	return []clause.Column{{Name: "record_type"}, {Name: "record_id"}, {Name: "op_key"}}
-}
 
 // onceCondition selects one key's row.
 func onceCondition(ref Ref, key string) clause.Expression {
