@@ -70,11 +70,13 @@ const (
 )
 
 type waiter struct {
-	db    *gorm.DB
-	ctx   context.Context
-	ref   Ref
-	slots int
-	delta int64
+	db  *gorm.DB
+	ctx context.Context
+	// rows are the caller's row deltas, each counter once, written together
+	// or not at all: one[:] for a single counter (no allocation beyond the
+	// waiter's), a bucketed counter's total and bucket, a bulk write's rows.
+	rows  []batchRow
+	one   [1]batchRow
 	state waiterState // guarded by coalescer.mu, like lead and expired
 	lead  bool
 	// expired is its context's error as take saw it, once per take: a
@@ -125,8 +127,14 @@ func routingOf(stmt *gorm.Statement) string {
 
 // coalesce writes delta to ref through db's coalescer.
 func (p *Plugin) coalesce(db *gorm.DB, c *coalescer, ref Ref, slots int, delta int64) error {
+	return p.coalesceRows(db, c, batchRow{ref: ref, slots: slots, delta: delta}, nil)
+}
+
+// coalesceRows writes one row (rows nil) or several rows (sorted, each
+// counter once; written all or none) through db's coalescer.
+func (p *Plugin) coalesceRows(db *gorm.DB, c *coalescer, one batchRow, rows []batchRow) error {
 	for {
-		again, err := c.add(db, ref, slots, delta)
+		again, err := c.add(db, one, rows)
 		if !again {
 			return err
 		}
@@ -134,7 +142,7 @@ func (p *Plugin) coalesce(db *gorm.DB, c *coalescer, ref Ref, slots int, delta i
 	}
 }
 
-func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again bool, err error) {
+func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow) (again bool, err error) {
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
@@ -144,10 +152,21 @@ func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again boo
 		c.leaders++
 		c.mu.Unlock()
 		defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
-		c.p.batching.record(1, 1)
-		return false, c.p.upsertOne(db, c.key.pool, false, ref.Type, ref.ID, slots, delta)
+		if rows == nil {
+			c.p.batching.record(1, 1)
+			return false, c.p.upsertOne(db, c.key.pool, false, one.ref.Type, one.ref.ID, one.slots, one.delta)
+		}
+		c.p.batching.record(len(rows), 1)
+		ctx := contextOf(db)
+		return false, c.p.upsertRows(db, c.key.pool, ctx, false, rows)
 	}
-	w := &waiter{db: db, ctx: contextOf(db), ref: ref, slots: slots, delta: delta, done: make(chan error, 1)}
+	w := &waiter{db: db, ctx: contextOf(db), done: make(chan error, 1)}
+	if rows == nil {
+		w.one[0] = one
+		w.rows = w.one[:]
+	} else {
+		w.rows = rows
+	}
 	c.pending = append(c.pending, w)
 	c.p.batching.waiting.Add(1)
 	c.mu.Unlock()
@@ -196,7 +215,16 @@ func (c *coalescer) alone(w *waiter, err error) error {
 	if err != errAlone {
 		return err
 	}
-	return c.p.upsertOne(w.db, c.key.pool, false, w.ref.Type, w.ref.ID, w.slots, w.delta)
+	return c.writeOwn(w)
+}
+
+// writeOwn writes w's rows alone, as without coalescing.
+func (c *coalescer) writeOwn(w *waiter) error {
+	if len(w.rows) == 1 {
+		r := w.rows[0]
+		return c.p.upsertOne(w.db, c.key.pool, false, r.ref.Type, r.ref.ID, r.slots, r.delta)
+	}
+	return c.p.upsertRows(w.db, c.key.pool, w.ctx, false, w.rows)
 }
 
 // lead writes the next batch, w's delta first, and hands leadership on. A
@@ -298,19 +326,24 @@ func (c *coalescer) endTurn() {
 // (keeping the leader's values, such as trace spans), bounded by BatchTimeout.
 func (c *coalescer) write(w *waiter, rows []batchRow, callers int) error {
 	if callers == 1 {
-		return c.p.upsertOne(w.db, c.key.pool, false, w.ref.Type, w.ref.ID, w.slots, w.delta)
+		return c.writeOwn(w)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), c.p.cfg.BatchTimeout)
 	defer cancel()
 	sortRows(rows)
-	return c.p.withRetry(ctx, false, func() error { return c.p.execRows(w.db, c.key.pool, ctx, rows) })
+	// One statement when the rows are a shape; several in one transaction
+	// when multi-row writes left a row of the shape empty or the leader's own
+	// write is larger than a shape.
+	return c.p.upsertRows(w.db, c.key.pool, ctx, false, rows)
 }
 
 // take moves the next batch out of the queue: the callers of the first
 // counters queued, up to the largest statement shape that fits MaxBatch
 // (the rest stay queued for the next statement, which starts right after this
 // one). Callers whose context has ended are dropped with their context error.
-// A delta that would overflow its row's sum waits for the next statement.
+// A caller's rows go into one batch together or wait together: a delta that
+// would overflow its row's sum, or rows cut off by the shape, wait for the
+// next statement. The leader's own rows are always taken, however many.
 func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 	if c.index == nil {
 		c.index = map[Ref]int{}
@@ -323,11 +356,20 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 		if o != w { // w checked its own before taking: it is in
 			o.expired = o.ctx.Err()
 		}
-		if _, ok := c.index[o.ref]; !ok && len(c.index) < c.p.cfg.MaxBatch && o.expired == nil {
-			c.index[o.ref] = len(c.index)
+		if o.expired != nil {
+			continue
+		}
+		if o != w && len(c.index)+c.newRows(o) > c.p.cfg.MaxBatch {
+			continue
+		}
+		for _, r := range o.rows {
+			if _, ok := c.index[r.ref]; !ok {
+				c.index[r.ref] = len(c.index)
+			}
 		}
 	}
-	k := shapeFloor(len(c.index)) // >= 1: w is the oldest caller not skipped
+	// >= 1: w is the oldest caller not skipped, indexed first.
+	k := max(shapeFloor(min(len(c.index), maxBatchRows)), len(w.rows))
 	rows = make([]batchRow, k)
 	keep := c.pending[:0]
 	for _, o := range c.pending {
@@ -341,24 +383,54 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 			c.p.batching.waiting.Add(-1)
 			continue
 		}
-		if i, ok := c.index[o.ref]; ok && i < k {
-			r := &rows[i]
-			if r.slots == 0 {
-				r.ref, r.slots = o.ref, o.slots
+		if c.fits(o, rows) {
+			for _, r := range o.rows {
+				x := &rows[c.index[r.ref]]
+				if x.slots == 0 {
+					x.ref, x.slots = r.ref, r.slots
+				}
+				x.delta += r.delta // fits checked the sum
+				x.slots = min(x.slots, r.slots)
 			}
-			if sum, ok := mergeDelta(r.delta, o.delta); ok {
-				r.delta, r.slots = sum, min(r.slots, o.slots)
-				o.state = taken
-				batch = append(batch, o)
-				c.p.batching.waiting.Add(-1)
-				continue
-			}
+			o.state = taken
+			batch = append(batch, o)
+			c.p.batching.waiting.Add(-1)
+			continue
 		}
 		keep = append(keep, o)
 	}
 	clear(c.pending[len(keep):])
 	c.pending = keep
+	// A row stays empty when the caller who indexed it waits (its rows were
+	// cut by the shape, or one would overflow): drop it, rows are never padded.
+	rows = slices.DeleteFunc(rows, func(r batchRow) bool { return r.slots == 0 })
 	return rows, batch
+}
+
+// newRows counts o's counters not yet in the batch (under mu).
+func (c *coalescer) newRows(o *waiter) int {
+	n := 0
+	for _, r := range o.rows {
+		if _, ok := c.index[r.ref]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// fits reports whether all of o's rows are in the batch's first len(rows)
+// rows and add to them without overflowing (under mu).
+func (c *coalescer) fits(o *waiter, rows []batchRow) bool {
+	for _, r := range o.rows {
+		i, ok := c.index[r.ref]
+		if !ok || i >= len(rows) {
+			return false
+		}
+		if _, ok := mergeDelta(rows[i].delta, r.delta); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // remove drops a queued caller (under mu).

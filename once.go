@@ -3,6 +3,7 @@ package slotted
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -83,7 +84,7 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 	if err != nil {
 		return false, err
 	}
-	c, v, id, err := p.writeTarget(db, model, counter, "AddOnce/RemoveOnce")
+	c, v, id, err := p.writeTarget(db, model, counter)
 	if err != nil {
 		return false, err
 	}
@@ -91,7 +92,8 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 	if err != nil {
 		return false, err
 	}
-	if applied, err = p.addOnce(db, Ref{Type: c.recordType, ID: id}, c.slots, delta, key, o); applied {
+	rows := rowsOf(make([]batchRow, 0, 2), c, id, delta, p.cfg.Now())
+	if applied, err = p.addOnce(db, Ref{Type: c.recordType, ID: id}, rows, delta, key, o); applied {
 		c.add(v, delta)
 	}
 	return applied, err
@@ -110,7 +112,7 @@ func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOptio
 	if err != nil {
 		return false, err
 	}
-	return p.addOnce(db, ref, p.cfg.Slots, delta, key, o)
+	return p.addOnce(db, ref, []batchRow{{ref: ref, slots: p.cfg.Slots, delta: delta}}, delta, key, o)
 }
 
 // RemoveOnce undoes AddOnce: if key is recorded (and not expired) for the
@@ -131,14 +133,17 @@ func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed boo
 	if err != nil {
 		return false, err
 	}
-	c, v, id, err := p.writeTarget(db, model, counter, "AddOnce/RemoveOnce")
+	c, v, id, err := p.writeTarget(db, model, counter)
 	if err != nil {
 		return false, err
 	}
 	if err := checkOnceKey(key); err != nil {
 		return false, err
 	}
-	delta, removed, err := p.removeOnce(db, Ref{Type: c.recordType, ID: id}, c.slots, key)
+	now := p.cfg.Now()
+	delta, removed, err := p.removeOnce(db, Ref{Type: c.recordType, ID: id}, func(d int64) []batchRow {
+		return rowsOf(make([]batchRow, 0, 2), c, id, d, now)
+	}, key)
 	if removed {
 		c.add(v, -delta)
 	}
@@ -157,7 +162,9 @@ func RemoveRefOnce(db *gorm.DB, ref Ref, key string) (removed bool, err error) {
 	if err := checkOnceKey(key); err != nil {
 		return false, err
 	}
-	_, removed, err = p.removeOnce(db, ref, p.cfg.Slots, key)
+	_, removed, err = p.removeOnce(db, ref, func(d int64) []batchRow {
+		return []batchRow{{ref: ref, slots: p.cfg.Slots, delta: d}}
+	}, key)
 	return removed, err
 }
 
@@ -189,7 +196,7 @@ func onceArgs(delta int64, key string, opts []OnceOption) (onceOptions, error) {
 // addOnce inserts the key and, only if it was new, adds delta, in one write
 // transaction. An expired key still in the table is replaced in the same
 // transaction, so expiry does not wait for the Runner.
-func (p *Plugin) addOnce(db *gorm.DB, ref Ref, slots int, delta int64, key string, o onceOptions) (applied bool, err error) {
+func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key string, o onceOptions) (applied bool, err error) {
 	err = p.writeTx(db, func(tx *gorm.DB) error {
 		applied = false // an attempt that failed and is retried starts over
 		now := time.Now().UTC()
@@ -220,7 +227,7 @@ func (p *Plugin) addOnce(db *gorm.DB, ref Ref, slots int, delta int64, key strin
 				return err // the transaction holds the key's lock since its DELETE: !inserted cannot happen
 			}
 		}
-		if err := p.add(tx, ref.Type, ref.ID, slots, delta); err != nil {
+		if err := p.writeDeltas(tx, slices.Clone(rows)); err != nil {
 			return err
 		}
 		applied = true
@@ -242,7 +249,8 @@ func (p *Plugin) insertKey(tx *gorm.DB, row *onceRow) (bool, error) {
 }
 
 // removeOnce deletes the key and subtracts its delta in one write transaction.
-func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, slots int, key string) (delta int64, removed bool, err error) {
+// rowsFor gives the rows a delta of the counter touches (rowsOf).
+func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, rowsFor func(delta int64) []batchRow, key string) (delta int64, removed bool, err error) {
 	err = p.writeTx(db, func(tx *gorm.DB) error {
 		removed = false
 		var rows []onceRow
@@ -260,7 +268,7 @@ func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, slots int, key string) (delta 
 			return res.Error // locked above: another undo cannot have deleted it meanwhile
 		}
 		delta = rows[0].Delta
-		if err := p.add(tx, ref.Type, ref.ID, slots, -delta); err != nil {
+		if err := p.writeDeltas(tx, rowsFor(-delta)); err != nil {
 			return err
 		}
 		removed = true
