@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -460,13 +462,14 @@ func errIsContext(err error) bool {
 
 // hookConnector opens the server's driver connections wrapped so that a test
 // can act at chosen points of the wire protocol: onCommit runs just before a
-// transaction's COMMIT is sent, onExec around a statement (before it is sent:
-// after=false; once it answered: after=true). Both may be nil.
+// transaction's COMMIT is sent, onExec around a statement, prepared or not
+// (before it is sent: after=false; once it answered: after=true). Any may be nil.
 type hookConnector struct {
-	drv      driver.Driver
-	dsn      string
-	onCommit func()
-	onExec   func(query string, after bool, err error)
+	drv       driver.Driver
+	dsn       string
+	onCommit  func()
+	onExec    func(query string, after bool, err error)
+	loseReply func(query string) bool // with onExec set: throw this successful statement's answer away
 }
 
 func (c *hookConnector) Connect(context.Context) (driver.Conn, error) {
@@ -509,7 +512,8 @@ func (s *faultServer) hookedGorm(t *testing.T, cfg slotted.Config) (*gorm.DB, *h
 
 type hookConn struct {
 	driver.Conn
-	c *hookConnector
+	c      *hookConnector
+	broken atomic.Bool
 }
 
 type hookTx struct {
@@ -537,25 +541,73 @@ func (cn *hookConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.
 }
 
 func (cn *hookConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	var st driver.Stmt
+	var err error
 	if p, ok := cn.Conn.(driver.ConnPrepareContext); ok {
-		return p.PrepareContext(ctx, query)
+		st, err = p.PrepareContext(ctx, query)
+	} else {
+		st, err = cn.Conn.Prepare(query)
 	}
-	return cn.Conn.Prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	return &hookStmt{Stmt: st, cn: cn, query: query}, nil
 }
+
+// hookStmt is a prepared statement of a hookConn: its executions go through onExec too.
+type hookStmt struct {
+	driver.Stmt
+	cn    *hookConn
+	query string
+}
+
+func (st *hookStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := st.Stmt.(driver.StmtExecContext)
+	if !ok {
+		return nil, errors.New("hookStmt: the driver's statement has no ExecContext")
+	}
+	return st.cn.exec(st.query, func() (driver.Result, error) { return e.ExecContext(ctx, args) })
+}
+
+func (st *hookStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := st.Stmt.(driver.StmtQueryContext)
+	if !ok {
+		return nil, errors.New("hookStmt: the driver's statement has no QueryContext")
+	}
+	return q.QueryContext(ctx, args)
+}
+
+// exec runs a statement between the onExec hooks. onExec(after) may replace
+// a successful answer by an error (a reply lost after the server committed):
+// the connection is then broken for good, as a lost reply leaves it.
+func (cn *hookConn) exec(query string, run func() (driver.Result, error)) (driver.Result, error) {
+	if cn.broken.Load() {
+		return nil, driver.ErrBadConn
+	}
+	if cn.c.onExec != nil {
+		cn.c.onExec(query, false, nil)
+	}
+	res, err := run()
+	if cn.c.onExec != nil && err == nil && cn.c.loseReply != nil && cn.c.loseReply(query) {
+		cn.broken.Store(true)
+		_ = cn.Conn.Close()
+		return nil, errReplyLost
+	}
+	if cn.c.onExec != nil {
+		cn.c.onExec(query, true, err)
+	}
+	return res, err
+}
+
+// errReplyLost: the statement was answered, and the answer thrown away.
+var errReplyLost = fmt.Errorf("injected fault: the server's answer was lost: %w", io.ErrUnexpectedEOF)
 
 func (cn *hookConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	e, ok := cn.Conn.(driver.ExecerContext)
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	if cn.c.onExec != nil {
-		cn.c.onExec(query, false, nil)
-	}
-	res, err := e.ExecContext(ctx, query, args)
-	if cn.c.onExec != nil {
-		cn.c.onExec(query, true, err)
-	}
-	return res, err
+	return cn.exec(query, func() (driver.Result, error) { return e.ExecContext(ctx, query, args) })
 }
 
 func (cn *hookConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -573,6 +625,9 @@ func (cn *hookConn) Ping(ctx context.Context) error {
 }
 
 func (cn *hookConn) ResetSession(ctx context.Context) error {
+	if cn.broken.Load() {
+		return driver.ErrBadConn
+	}
 	if r, ok := cn.Conn.(driver.SessionResetter); ok {
 		return r.ResetSession(ctx)
 	}
@@ -580,6 +635,9 @@ func (cn *hookConn) ResetSession(ctx context.Context) error {
 }
 
 func (cn *hookConn) IsValid() bool {
+	if cn.broken.Load() {
+		return false
+	}
 	if v, ok := cn.Conn.(driver.Validator); ok {
 		return v.IsValid()
 	}
