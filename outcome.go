@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -58,7 +59,7 @@ func definite(err error) bool {
 
 // errUnsettled: the marker could not be read, so whether the statement
 // committed is unknown for now.
-var errUnsettled = errors.New("slotted: the outcome of a statement whose connection failed is not known yet")
+var errUnsettled = errors.New("slotted: outcome unknown: the statement's connection failed and its outcome marker could not be read")
 
 // markerWait bounds the reads that settle one statement's outcome.
 const markerWait = 10 * time.Second
@@ -129,6 +130,12 @@ func (p *Plugin) dropMarker(db *gorm.DB, ref Ref) error {
 // committed, its error when it did not, errUnsettled (wrapped) when the
 // marker could not be read.
 func (p *Plugin) upsertMarked(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []batchRow) error {
+	return p.upsertMarkedAt(db, pool, ctx, m, rows, true)
+}
+
+// upsertMarkedAt is upsertMarked; settleContext false leaves a statement cut
+// short by ctx unsettled (its ctx error returned): its caller left.
+func (p *Plugin) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []batchRow, settleContext bool) error {
 	all := make([]batchRow, 0, len(rows)+1)
 	all = append(append(all, rows...), m.row())
 	sortRows(all)
@@ -137,7 +144,7 @@ func (p *Plugin) upsertMarked(db *gorm.DB, pool gorm.ConnPool, ctx context.Conte
 		m.seq++
 		return nil
 	}
-	if definite(err) {
+	if definite(err) || (!settleContext && ctx.Err() != nil) {
 		return err
 	}
 	landed, serr := p.settle(db, ctx, m, markerWait)
@@ -155,3 +162,94 @@ func (p *Plugin) upsertMarked(db *gorm.DB, pool gorm.ConnPool, ctx context.Conte
 // markedShape is how many counter rows go with a marker's row in one
 // statement for n pending rows (n >= 1): a shape less one.
 func markedShape(n int) int { return shapeFloor(min(n+1, maxBatchRows)) - 1 }
+
+// ErrOutcomeUnknown: a write's statement failed in a way that leaves its
+// outcome open (its connection broke), and its outcome marker could not be
+// read either (the server stayed unreachable for 10 s after the failure, or
+// past the caller's deadline): the write may or may not have been counted.
+// It is the only error besides a context's that leaves a write's outcome
+// open (docs/outcomes.md).
+var ErrOutcomeUnknown = errUnsettled
+
+// markerPool holds a coalescer's markers between statements: one per
+// statement in flight, reused, so their rows stay as many as MaxInFlight.
+type markerPool struct {
+	mu   sync.Mutex
+	free []*marker
+}
+
+func (mp *markerPool) get() *marker {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	if n := len(mp.free); n > 0 {
+		m := mp.free[n-1]
+		mp.free = mp.free[:n-1]
+		return m
+	}
+	return newMarker()
+}
+
+func (mp *markerPool) put(m *marker) {
+	mp.mu.Lock()
+	mp.free = append(mp.free, m)
+	mp.mu.Unlock()
+}
+
+// marked reports whether the coalescer's statements carry a marker:
+// Config.OutcomeMarkers, on a server. SQLite has no connection to lose: its
+// errors are the statement's own.
+func (c *coalescer) marked() bool { return c.p.cfg.OutcomeMarkers && c.p.dialect.name != "sqlite" }
+
+// rowBudget is how many counter rows a coalesced statement takes: MaxBatch,
+// less the marker's row (Config.OutcomeMarkers).
+func (c *coalescer) rowBudget() int {
+	if !c.marked() {
+		return c.p.cfg.MaxBatch
+	}
+	return max(c.p.cfg.MaxBatch-1, 1)
+}
+
+// shapeFor is how many of n counter rows a coalesced statement writes, so
+// that with the marker's row they make a statement shape.
+func (c *coalescer) shapeFor(n int) int {
+	if !c.marked() {
+		return shapeFloor(min(n, maxBatchRows))
+	}
+	return markedShape(n)
+}
+
+// upsert is every coalesced statement: rows (sorted, distinct counters), or
+// one row when rows is nil, and with Config.OutcomeMarkers the marker's +1. An error that leaves the
+// outcome open is settled (upsertMarked): the callers get nil when it
+// committed, its error when it did not. A statement cut short by its context
+// is not settled, as its caller left: its marker is retired (its count is
+// unknown now) and its row deleted once the statement cannot be running.
+func (c *coalescer) upsert(db *gorm.DB, ctx context.Context, rows []batchRow, one batchRow) error {
+	if !c.marked() {
+		if rows == nil {
+			return c.p.upsertOne(db, c.key.pool, false, one.ref.Type, one.ref.ID, one.slots, one.delta)
+		}
+		return c.p.upsertRows(db, c.key.pool, ctx, false, rows)
+	}
+	if rows == nil {
+		rows = []batchRow{one}
+	}
+	m := c.markers.get()
+	err := c.p.upsertMarkedAt(db, c.key.pool, ctx, m, rows, false)
+	switch {
+	case err == nil, definite(err):
+		c.markers.put(m)
+	case ctx.Err() != nil && !errors.Is(err, errUnsettled):
+		p, ref := c.p, m.ref
+		time.AfterFunc(c.p.cfg.BatchTimeout+markerWait, func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markerWait)
+			defer cancel()
+			_ = p.dropMarker(db.WithContext(rctx), ref)
+		})
+	case errors.Is(err, errUnsettled):
+		// Its count is unknown: retired, its row left (one row).
+	default:
+		c.markers.put(m) // settled: not landed, count known
+	}
+	return err
+}
