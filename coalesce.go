@@ -59,6 +59,7 @@ type coalescer struct {
 	dead    bool        // removed from p.coalescers: callers look it up again
 	pending []*waiter   // queued callers, oldest first; empty unless leaders == MaxInFlight
 	index   map[Ref]int // take's scratch: a counter's row in the batch
+	markers markerPool  // outcome markers of its statements (outcome.go)
 }
 
 type waiterState uint8
@@ -162,11 +163,11 @@ func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWr
 			return false, c.writeOwn(&waiter{db: db, ctx: contextOf(db), rows: rows, once: once})
 		case rows == nil:
 			c.p.batching.record(1, 1)
-			return false, c.p.upsertOne(db, c.key.pool, false, one.ref.Type, one.ref.ID, one.slots, one.delta)
+			return false, c.upsert(db, contextOf(db), nil, one)
 		}
 		c.p.batching.record(len(rows), 1)
 		ctx := contextOf(db)
-		return false, c.p.upsertRows(db, c.key.pool, ctx, false, rows)
+		return false, c.upsert(db, ctx, rows, batchRow{})
 	}
 	w := &waiter{db: db, ctx: contextOf(db), once: once, done: make(chan error, 1)}
 	if rows == nil {
@@ -232,10 +233,9 @@ func (c *coalescer) writeOwn(w *waiter) error {
 		return c.p.writeTx(w.db, func(tx *gorm.DB) error { return c.p.applyOnces(tx, nil, []*waiter{w}) })
 	}
 	if len(w.rows) == 1 {
-		r := w.rows[0]
-		return c.p.upsertOne(w.db, c.key.pool, false, r.ref.Type, r.ref.ID, r.slots, r.delta)
+		return c.upsert(w.db, w.ctx, nil, w.rows[0])
 	}
-	return c.p.upsertRows(w.db, c.key.pool, w.ctx, false, w.rows)
+	return c.upsert(w.db, w.ctx, w.rows, batchRow{})
 }
 
 // lead writes the next batch, w's delta first, and hands leadership on. A
@@ -348,7 +348,7 @@ func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 	// One statement when the rows are a shape; several in one transaction
 	// when multi-row writes left a row of the shape empty or the leader's own
 	// write is larger than a shape.
-	return c.p.upsertRows(w.db, c.key.pool, ctx, false, rows)
+	return c.upsert(w.db, ctx, rows, batchRow{})
 }
 
 // take moves the next batch out of the queue: the callers of the first
@@ -373,7 +373,7 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 		if o.expired != nil || o.once != nil {
 			continue // an AddOnce's rows are summed in only if its key is new (applyOnces)
 		}
-		if o != w && len(c.index)+c.newRows(o) > c.p.cfg.MaxBatch {
+		if o != w && len(c.index)+c.newRows(o) > c.rowBudget() {
 			continue
 		}
 		for _, r := range o.rows {
@@ -382,8 +382,8 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 			}
 		}
 	}
-	// w is the oldest caller not skipped, indexed first.
-	k := shapeFloor(min(len(c.index), maxBatchRows))
+	// w is the oldest caller not skipped, indexed first (an AddOnce caller is not indexed).
+	k := c.shapeFor(len(c.index))
 	if w.once == nil {
 		k = max(k, len(w.rows))
 	}

@@ -73,6 +73,13 @@ type Config struct {
 	// caller still returns only after its delta has committed, with that statement's error.
 	// Writes inside a transaction are never coalesced. Default: false (coalesce).
 	DisableCoalescing bool
+	// OutcomeMarkers makes every coalesced statement also move an outcome marker row
+	// (docs/outcomes.md), read after a failure that leaves the statement's outcome open (its
+	// connection broke): the callers then get nil if it committed and its error if it did not, so
+	// a write's error (but its context's, or ErrOutcomeUnknown) always means it was not counted.
+	// Without it such an error may hide a write that was counted (on MariaDB, most of them).
+	// Ignored on SQLite (no connection to lose). Default: false (see docs/outcomes.md for its cost).
+	OutcomeMarkers bool
 
 	// MaxBatch bounds the counter rows one coalesced statement writes; a batch of more than 8
 	// rows is rounded down to a power of two (the rest goes into the next statement), so each

@@ -439,8 +439,8 @@ func (p *Plugin) endOwnTx(db *gorm.DB) {
 	}
 	if db.Error != nil {
 		db.Rollback()
-	} else {
-		db.Commit()
+	} else if c, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+		_ = db.AddError(awaitCommit(contextOf(db), c.Commit)) // commit.go: the caller's deadline holds through COMMIT
 	}
 	db.Statement.ConnPool = db.ConnPool
 }

@@ -215,14 +215,9 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 			// Catch up with the cluster, then BEGIN on the same connection (the
 			// server skips wsrep_sync_wait inside a transaction): the reads see
 			// every write acknowledged anywhere before this attempt began.
-			return base.Connection(func(conn *gorm.DB) error {
-				if err := pin(routed(conn)).Exec(causalWait).Error; err != nil {
-					return err
-				}
-				return conn.Transaction(fn, readCommitted)
-			})
+			return galeraTx(ctx, base, readCommitted, fn)
 		case !p.dialect.immediateTx:
-			return base.Transaction(fn, readCommitted)
+			return ownTx(ctx, base, readCommitted, fn) // COMMIT awaited only until ctx ends (commit.go)
 		}
 		return base.Connection(func(conn *gorm.DB) (err error) {
 			conn = pin(conn)

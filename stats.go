@@ -16,16 +16,24 @@ type Stats struct {
 	BatchedWrites uint64         // writes they carried: BatchedWrites/Batches is the mean batch size
 	BatchRows     map[int]uint64 // statements by counter rows written (1..8, 16, 32, ... MaxBatch)
 	Waiting       int64          // writes queued for the next statement at this moment
+
+	// Outcome markers (outcome.go, docs/outcomes.md): statements whose error left their outcome open
+	// (a broken connection), settled by reading their marker.
+	SettledLanded uint64 // had committed: reported as written, not written again
+	SettledLost   uint64 // had not: retried or reported as not written
 }
 
 type stats struct {
 	retries   atomic.Uint64
 	conflicts [Busy + 1]atomic.Uint64
+
+	settledLanded, settledLost atomic.Uint64
 }
 
 // Stats returns the plugin's counters: how often writes hit lock conflicts and were retried.
 func (p *Plugin) Stats() Stats {
-	s := Stats{Retries: p.stats.retries.Load(), Conflicts: map[Conflict]uint64{}}
+	s := Stats{Retries: p.stats.retries.Load(), Conflicts: map[Conflict]uint64{},
+		SettledLanded: p.stats.settledLanded.Load(), SettledLost: p.stats.settledLost.Load()}
 	p.batching.report(&s)
 	for c := Deadlock; c <= Busy; c++ {
 		if n := p.stats.conflicts[c].Load(); n > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,9 +22,13 @@ import (
 // failed flush keeps its deltas and retries them on the next one; they are
 // never dropped, but for a delta that would take its counter past int64: that
 // one is refused as Add refuses it (ErrOverflow, Stats.Overflowed), and the
-// rest of the flush is written. A flush that fails in a way that leaves its outcome unknown
-// (the connection dropped after the server received the statement) is retried
-// too, so those deltas may be counted twice: write-behind is at least once.
+// rest of the flush is written. Write-behind is exactly once: each flush
+// statement also moves the Buffer's outcome marker (outcome.go), so a
+// statement whose error leaves its outcome open (the connection dropped after
+// the server received it) is looked up before anything is written again: one
+// that committed is not applied again, one that did not is retried. While the
+// marker cannot be read its deltas are held, neither retried nor dropped, and
+// the next flush looks again.
 
 var (
 	// ErrBufferFull: the Buffer already holds MaxPending counters (their flushes are failing or slower
@@ -80,12 +85,21 @@ type Buffer struct {
 	closed  bool
 	lastErr error
 
+	marker *marker    // moved by each flush statement (outcome.go); used under flushing
+	doubt  []bufDoubt // rows of flush statements whose outcome is not known yet; under flushing and mu
+
 	flushing sync.Mutex // one flush at a time
 	kick     chan struct{}
 	stop     chan struct{}
 	stopped  chan struct{}
 
 	flushes, flushErrors, written, rows, overflowed atomic.Uint64
+}
+
+// bufDoubt is a flush statement's rows whose outcome the marker has not told yet.
+type bufDoubt struct {
+	rows   []batchRow
+	writes []int64
 }
 
 type bufEntry struct {
@@ -130,8 +144,8 @@ func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
 	}
 	b := &Buffer{
 		p: p, db: db.Session(&gorm.Session{Context: context.Background()}), opts: opts,
-		pending: map[Ref]*bufEntry{},
-		kick:    make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+		pending: map[Ref]*bufEntry{}, marker: newMarker(),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go b.loop()
 	return b, nil
@@ -212,7 +226,11 @@ func (b *Buffer) add(rows []batchRow) error {
 
 // held is the number of distinct counters in memory (under mu).
 func (b *Buffer) held() int {
-	return len(b.pending) + len(b.carry) + len(b.inflight.refs) - b.inflight.overlap
+	n := len(b.pending) + len(b.carry) + len(b.inflight.refs) - b.inflight.overlap
+	for _, d := range b.doubt {
+		n += len(d.rows)
+	}
+	return n
 }
 
 func (b *Buffer) signal() {
@@ -248,6 +266,9 @@ func (b *Buffer) loop() {
 func (b *Buffer) Flush(ctx context.Context) error {
 	b.flushing.Lock()
 	defer b.flushing.Unlock()
+	if err := b.settleDoubt(ctx); err != nil {
+		return err
+	}
 	b.mu.Lock()
 	rows := make([]batchRow, 0, len(b.pending)+len(b.carry))
 	var writes []int64
@@ -287,10 +308,13 @@ func (b *Buffer) Flush(ctx context.Context) error {
 			}
 		}()
 		for err == nil && done < len(rows) {
-			n := shapeFloor(min(len(rows)-done, maxBatchRows))
-			switch err = b.p.upsertRows(db, pool, ctx, false, rows[done:done+n]); {
+			n := markedShape(len(rows) - done)
+			switch err = b.p.upsertMarked(db, pool, ctx, b.marker, rows[done:done+n]); {
 			case err == nil:
 				b.wrote(n, writes[done:done+n]...)
+				done += n
+			case errors.Is(err, errUnsettled):
+				b.held_(rows[done:done+n], writes[done:done+n])
 				done += n
 			case errors.Is(err, ErrOverflow):
 				// One counter's overflow failed a statement that wrote nothing:
@@ -299,7 +323,7 @@ func (b *Buffer) Flush(ctx context.Context) error {
 				for end := done + n; err == nil && done < end; done++ {
 					err = b.writeOne(db, pool, ctx, rows[done], writes[done], &overflows)
 				}
-				if err != nil {
+				if err != nil && !errors.Is(err, errUnsettled) {
 					done-- // the row that failed goes back
 				}
 			}
@@ -338,10 +362,12 @@ func (b *Buffer) Flush(ctx context.Context) error {
 // and dropped, since retrying it can only fail again and it would hold back
 // every counter flushed with it.
 func (b *Buffer) writeOne(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, row batchRow, writes int64, overflows *[]error) error {
-	err := b.p.upsertRows(db, pool, ctx, false, []batchRow{row})
+	err := b.p.upsertMarked(db, pool, ctx, b.marker, []batchRow{row})
 	switch {
 	case err == nil:
 		b.wrote(1, writes)
+	case errors.Is(err, errUnsettled):
+		b.held_([]batchRow{row}, []int64{writes})
 	case errors.Is(err, ErrOverflow):
 		b.overflowed.Add(uint64(writes))
 		b.mu.Lock()
@@ -391,7 +417,13 @@ func (b *Buffer) Close(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	<-b.stopped
-	return b.Flush(ctx)
+	if err := b.Flush(ctx); err != nil {
+		return err
+	}
+	// Nothing is pending or in doubt: the marker is done with. A row left
+	// behind (this failed, or the process died) is one row, read by nothing.
+	_ = b.p.dropMarker(b.db.WithContext(ctx), b.marker.ref)
+	return nil
 }
 
 // Stats returns the buffer's metrics.
@@ -409,5 +441,64 @@ func (b *Buffer) Stats() BufferStats {
 	for _, e := range b.carry {
 		s.PendingWrites += e.writes
 	}
+	for _, d := range b.doubt {
+		for _, w := range d.writes {
+			s.PendingWrites += w
+		}
+	}
 	return s
+}
+
+// held_ keeps a flush statement's rows whose outcome its marker could not
+// tell yet (under flushing): they are neither pending (retrying them could
+// count them twice) nor written (they may not be).
+func (b *Buffer) held_(rows []batchRow, writes []int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.doubt = append(b.doubt, bufDoubt{rows: slices.Clone(rows), writes: slices.Clone(writes)})
+}
+
+// settleDoubt (under flushing) reads the marker for the statement held in
+// doubt: rows that committed are counted as written, the others go back to
+// pending. Only the last statement can be in doubt (a flush stops at it), so
+// one read settles it.
+func (b *Buffer) settleDoubt(ctx context.Context) error {
+	if len(b.doubt) == 0 {
+		return nil
+	}
+	d := b.doubt[len(b.doubt)-1]
+	landed, err := b.p.settle(b.db.WithContext(ctx), ctx, b.marker, markerWait)
+	if err != nil {
+		b.mu.Lock()
+		b.lastErr = fmt.Errorf("slotted: write-behind flush: %w", err)
+		b.flushErrors.Add(1)
+		b.mu.Unlock()
+		return b.lastErr
+	}
+	b.mu.Lock()
+	b.doubt = nil
+	if !landed {
+		for i, r := range d.rows {
+			b.putBack(bufEntry{ref: r.ref, slots: r.slots, delta: r.delta, writes: d.writes[i]})
+		}
+	}
+	b.mu.Unlock()
+	if landed {
+		b.p.stats.settledLanded.Add(1)
+		b.wroteSettled(len(d.rows), d.writes)
+	} else {
+		b.p.stats.settledLost.Add(1)
+	}
+	return nil
+}
+
+// wroteSettled records rows found written by a later settle: they were not
+// in flight any more, so inflight.writes is left alone.
+func (b *Buffer) wroteSettled(rows int, writes []int64) {
+	var n int64
+	for _, w := range writes {
+		n += w
+	}
+	b.written.Add(uint64(n))
+	b.rows.Add(uint64(rows))
 }

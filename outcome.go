@@ -1,0 +1,255 @@
+package slotted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Outcome markers. A statement whose connection breaks (killed, reset, EOF
+// after the statement was sent) may have committed or not, and the driver
+// cannot say which: on MariaDB most such statements had committed. Retrying
+// counts them twice, dropping them loses them. A marker settles it: a row of
+// the counter table, under the reserved record type MarkerType, that the
+// statement itself moves by +1 along with its counter rows (one multi-row
+// upsert, atomic). Its owner writes through it one statement at a time and
+// knows how many landed (seq), so after an error one read of the row tells:
+// seq+1, the statement committed; seq, it did not.
+//
+// The read is a locking read on the primary, on another connection: if the
+// statement is still running on the server (its connection died, not its
+// thread) the read waits for its COMMIT or ROLLBACK, so it reads the outcome,
+// not a moment before it. A marker row is one slot row (slot 0) whose count is
+// a sequence number: every read of the counter table names its record types,
+// so none reads a marker; CompactAll skips counters of one row.
+
+// MarkerType is the record type of the plugin's outcome markers (see
+// docs/outcomes.md); it is reserved: do not name a counter so.
+const MarkerType = "slotted:outcome"
+
+// marker is one outcome marker: its row and how many statements through it
+// landed. Its owner uses it for one statement at a time.
+type marker struct {
+	ref Ref
+	seq int64 // statements through it known to have committed (the row's count)
+}
+
+// newMarker names a marker no one else uses: 128 random bits.
+func newMarker() *marker {
+	return &marker{ref: Ref{Type: MarkerType, ID: fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())}}
+}
+
+// row is the marker's +1, to be written by the statement it settles.
+func (m *marker) row() batchRow { return batchRow{ref: m.ref, slots: 1, delta: 1} }
+
+// definite reports whether err, a statement's error, says for sure that the
+// statement did not commit: the server refused it (overflow, a lock conflict
+// that rolled it back) or it never left (bad input). Anything else — a broken
+// connection, a context that ended, an error the plugin cannot classify — is
+// settled by the marker.
+func definite(err error) bool {
+	return errors.Is(err, ErrOverflow) || ConflictOf(err) != NoConflict
+}
+
+// errUnsettled: the marker could not be read, so whether the statement
+// committed is unknown for now.
+var errUnsettled = errors.New("slotted: outcome unknown: the statement's connection failed and its outcome marker could not be read")
+
+// markerWait bounds the reads that settle one statement's outcome.
+const markerWait = 10 * time.Second
+
+// settle reports whether the statement written through m committed, after it
+// returned err. landed=true moves m on. It reads the marker on db's primary
+// with ctx's values but not its end (the statement's caller may have left):
+// for up to wait, retrying a read that fails. It fails with errUnsettled when
+// no read answered, and with an error when the row holds neither seq nor
+// seq+1 (someone wrote it).
+func (p *Plugin) settle(db *gorm.DB, ctx context.Context, m *marker, wait time.Duration) (landed bool, err error) {
+	if dl, ok := ctx.Deadline(); ok { // a caller with a deadline waits at most a second past it
+		wait = min(wait, max(time.Until(dl), 0)+time.Second)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		n, err := p.markerCount(db.WithContext(rctx), m.ref)
+		if err == nil {
+			switch n {
+			case m.seq + 1:
+				m.seq++
+				return true, nil
+			case m.seq:
+				return false, nil
+			}
+			return false, fmt.Errorf("slotted: outcome marker %s holds %d, expected %d or %d: it was written by something else", m.ref.ID, n, m.seq, m.seq+1)
+		}
+		select {
+		case <-rctx.Done():
+			return false, fmt.Errorf("%w: %w", errUnsettled, err)
+		case <-time.After(min(time.Duration(attempt+1)*50*time.Millisecond, time.Second)):
+		}
+	}
+}
+
+// markerCount reads a marker's count (0 when it has no row yet) with a
+// locking read on the primary.
+func (p *Plugin) markerCount(db *gorm.DB, ref Ref) (int64, error) {
+	var counts []int64
+	q := primary(db, p.cfg.Table).Table(p.cfg.Table).
+		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: ref.Type}).
+		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: ref.ID}).
+		Where(clause.Eq{Column: clause.Column{Name: "slot"}, Value: 0})
+	if p.dialect.lockingReads {
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	if err := q.Pluck("count", &counts).Error; err != nil {
+		return 0, err
+	}
+	if len(counts) == 0 {
+		return 0, nil
+	}
+	return counts[0], nil
+}
+
+// dropMarker deletes a marker's row (its owner is done with it).
+func (p *Plugin) dropMarker(db *gorm.DB, ref Ref) error {
+	return primary(db, p.cfg.Table).Table(p.cfg.Table).
+		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: ref.Type}).
+		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: ref.ID}).
+		Delete(&SlottedCounter{}).Error
+}
+
+// upsertMarked writes rows (sorted, distinct counters; with the marker's row a
+// shape) and the marker's +1 in one statement, retried on lock conflicts, and
+// settles an error that leaves the outcome open: nil when the statement
+// committed, its error when it did not, errUnsettled (wrapped) when the
+// marker could not be read.
+func (p *Plugin) upsertMarked(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []batchRow) error {
+	return p.upsertMarkedAt(db, pool, ctx, m, rows, true)
+}
+
+// upsertMarkedAt is upsertMarked; settleContext false leaves a statement cut
+// short by ctx unsettled (its ctx error returned): its caller left.
+func (p *Plugin) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []batchRow, settleContext bool) error {
+	all := make([]batchRow, 0, len(rows)+1)
+	all = append(append(all, rows...), m.row())
+	sortRows(all)
+	err := p.upsertRows(db, pool, ctx, false, all)
+	if err == nil {
+		m.seq++
+		return nil
+	}
+	if definite(err) || (!settleContext && ctx.Err() != nil) {
+		return err
+	}
+	landed, serr := p.settle(db, ctx, m, markerWait)
+	switch {
+	case serr != nil:
+		return fmt.Errorf("%w (the statement failed with: %w)", serr, err)
+	case landed:
+		p.stats.settledLanded.Add(1)
+		return nil
+	}
+	p.stats.settledLost.Add(1)
+	return err
+}
+
+// markedShape is how many counter rows go with a marker's row in one
+// statement for n pending rows (n >= 1): a shape less one.
+func markedShape(n int) int { return shapeFloor(min(n+1, maxBatchRows)) - 1 }
+
+// ErrOutcomeUnknown: a write's statement failed in a way that leaves its
+// outcome open (its connection broke), and its outcome marker could not be
+// read either (the server stayed unreachable for 10 s after the failure, or
+// past the caller's deadline): the write may or may not have been counted.
+// It is the only error besides a context's that leaves a write's outcome
+// open (docs/outcomes.md).
+var ErrOutcomeUnknown = errUnsettled
+
+// markerPool holds a coalescer's markers between statements: one per
+// statement in flight, reused, so their rows stay as many as MaxInFlight.
+type markerPool struct {
+	mu   sync.Mutex
+	free []*marker
+}
+
+func (mp *markerPool) get() *marker {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	if n := len(mp.free); n > 0 {
+		m := mp.free[n-1]
+		mp.free = mp.free[:n-1]
+		return m
+	}
+	return newMarker()
+}
+
+func (mp *markerPool) put(m *marker) {
+	mp.mu.Lock()
+	mp.free = append(mp.free, m)
+	mp.mu.Unlock()
+}
+
+// marked reports whether the coalescer's statements carry a marker:
+// Config.OutcomeMarkers, on a server. SQLite has no connection to lose: its
+// errors are the statement's own.
+func (c *coalescer) marked() bool { return c.p.cfg.OutcomeMarkers && c.p.dialect.name != "sqlite" }
+
+// rowBudget is how many counter rows a coalesced statement takes: MaxBatch,
+// less the marker's row (Config.OutcomeMarkers).
+func (c *coalescer) rowBudget() int {
+	if !c.marked() {
+		return c.p.cfg.MaxBatch
+	}
+	return max(c.p.cfg.MaxBatch-1, 1)
+}
+
+// shapeFor is how many of n counter rows a coalesced statement writes, so
+// that with the marker's row they make a statement shape.
+func (c *coalescer) shapeFor(n int) int {
+	if !c.marked() {
+		return shapeFloor(min(n, maxBatchRows))
+	}
+	return markedShape(n)
+}
+
+// upsert is every coalesced statement: rows (sorted, distinct counters), or
+// one row when rows is nil, and with Config.OutcomeMarkers the marker's +1. An error that leaves the
+// outcome open is settled (upsertMarked): the callers get nil when it
+// committed, its error when it did not. A statement cut short by its context
+// is not settled, as its caller left: its marker is retired (its count is
+// unknown now) and its row deleted once the statement cannot be running.
+func (c *coalescer) upsert(db *gorm.DB, ctx context.Context, rows []batchRow, one batchRow) error {
+	if !c.marked() {
+		if rows == nil {
+			return c.p.upsertOne(db, c.key.pool, false, one.ref.Type, one.ref.ID, one.slots, one.delta)
+		}
+		return c.p.upsertRows(db, c.key.pool, ctx, false, rows)
+	}
+	if rows == nil {
+		rows = []batchRow{one}
+	}
+	m := c.markers.get()
+	err := c.p.upsertMarkedAt(db, c.key.pool, ctx, m, rows, false)
+	switch {
+	case err == nil, definite(err):
+		c.markers.put(m)
+	case ctx.Err() != nil && !errors.Is(err, errUnsettled):
+		p, ref := c.p, m.ref
+		time.AfterFunc(c.p.cfg.BatchTimeout+markerWait, func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markerWait)
+			defer cancel()
+			_ = p.dropMarker(db.WithContext(rctx), ref)
+		})
+	case errors.Is(err, errUnsettled):
+		// Its count is unknown: retired, its row left (one row).
+	default:
+		c.markers.put(m) // settled: not landed, count known
+	}
+	return err
+}

@@ -1,0 +1,159 @@
+package tests
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted"
+)
+
+// TestDeadlinesThroughCommit: every call that runs a transaction of its own
+// reaches COMMIT, and the server freezes (SIGSTOP) for 3 s just before the
+// COMMITs are sent. database/sql's Tx.Commit takes no context, and
+// go-sql-driver/mysql does not watch COMMIT: before, these calls returned
+// when the server woke up. Each must now return its context's error within
+// 500 ms of its 1 s deadline, and the COMMITs, which go on without their
+// callers, land once the server resumes.
+func TestDeadlinesThroughCommit(t *testing.T) {
+	testEachFaultDB(t, func(t *testing.T, srv *faultServer) {
+		db, hooks := srv.hookedGorm(t, slotted.Config{})
+		cacheDB(t, db)
+		require.NoError(t, db.AutoMigrate(&Article{}))
+
+		// Before: a once key to remove, slot rows to compact, a topic with
+		// replies whose cache drifted, an article to roll up.
+		_, err := slotted.AddOnce(db, &Post{ID: 2}, "likes", 4, "k2")
+		require.NoError(t, err)
+		for range 30 {
+			require.NoError(t, slotted.Add(db, &Post{ID: 3}, "views", 2))
+		}
+		fixTopic, cacheTopic := Topic{Title: "fix"}, Topic{Title: "cache"}
+		require.NoError(t, db.Create(&fixTopic).Error)
+		require.NoError(t, db.Create(&cacheTopic).Error)
+		for range 3 {
+			require.NoError(t, db.Create(&Reply{TopicID: &fixTopic.ID, Points: 1}).Error)
+		}
+		require.NoError(t, slotted.Reset(db, &fixTopic, "replies", 40)) // drift for Fix to repair
+		article := Article{Title: "a"}
+		require.NoError(t, db.Create(&article).Error)
+		require.NoError(t, slotted.Add(db, &article, "likes", 6))
+
+		// One call per freeze: with several, one call's statements may wait
+		// for row locks the others hold at the gate (InnoDB locks the record
+		// that ends a locking scan, and an uncommitted insert there blocks it).
+		calls := []commitCall{
+			{"AddOnce", func(db *gorm.DB) error { _, err := slotted.AddOnce(db, &Post{ID: 1}, "likes", 1, "k1"); return err }},
+			{"RemoveOnce", func(db *gorm.DB) error { _, err := slotted.RemoveOnce(db, &Post{ID: 2}, "likes", "k2"); return err }},
+			{"Compact", func(db *gorm.DB) error { return slotted.Compact(db, &Post{ID: 3}, "views") }},
+			{"Reset", func(db *gorm.DB) error { return slotted.Reset(db, &Post{ID: 4}, "likes", 5) }},
+			{"RollUp", func(db *gorm.DB) error { return slotted.RollUp(db, &[]Article{{ID: article.ID}}) }},
+			{"counter cache, SkipDefaultTransaction", func(db *gorm.DB) error {
+				return db.Session(&gorm.Session{SkipDefaultTransaction: true}).Create(&Reply{TopicID: &cacheTopic.ID, Points: 2}).Error
+			}},
+			{"Fix", func(db *gorm.DB) error {
+				_, err := slotted.Fix(db, &Topic{ID: fixTopic.ID}, slotted.FixOptions{})
+				return err
+			}},
+		}
+		for _, c := range calls {
+			freezeAtCommit(t, srv, db, hooks, []commitCall{c}, time.Second, 3*time.Second)
+		}
+
+		// The COMMITs went on without their callers: each call's effect lands once.
+		require.Eventually(t, func() bool {
+			n, err := slotted.Count(db, &Post{ID: 4}, "likes")
+			return err == nil && n == 5
+		}, 20*time.Second, 20*time.Millisecond, "Reset's COMMIT landed")
+		for _, want := range []struct {
+			post    Post
+			counter string
+			n       int64
+		}{{Post{ID: 1}, "likes", 1}, {Post{ID: 2}, "likes", 0}, {Post{ID: 3}, "views", 60}} {
+			require.Eventually(t, func() bool {
+				n, err := slotted.Count(db, &want.post, want.counter)
+				return err == nil && n == want.n
+			}, 20*time.Second, 20*time.Millisecond, "post %d %s", want.post.ID, want.counter)
+		}
+		applied, err := slotted.AddOnce(db, &Post{ID: 1}, "likes", 1, "k1")
+		require.NoError(t, err)
+		assert.False(t, applied, "AddOnce's key committed with its delta: running it again applies nothing")
+		var rows int64
+		require.NoError(t, db.Table(slotted.DefaultTable).Where("record_type = ? AND record_id = ?", "posts.views", "3").Count(&rows).Error)
+		assert.EqualValues(t, 1, rows, "Compact's COMMIT landed")
+		require.Eventually(t, func() bool {
+			var got Article
+			return db.First(&got, article.ID).Error == nil && got.LikesCount == 6
+		}, 20*time.Second, 20*time.Millisecond, "RollUp's COMMIT landed")
+		requireTopicsExact(t, db, fixTopic.ID, cacheTopic.ID)
+	})
+}
+
+type commitCall struct {
+	name string
+	run  func(db *gorm.DB) error
+}
+
+// freezeAtCommit runs calls at once, each with its own deadline. Their
+// COMMITs wait at a gate until every call reached its own; then the server
+// freezes for freeze and the COMMITs are sent. Each call must return its
+// context's error within 500 ms of its deadline. It returns once the server
+// resumed.
+func freezeAtCommit(t *testing.T, srv *faultServer, db *gorm.DB, hooks *hookConnector, calls []commitCall, deadline, freeze time.Duration) {
+	t.Helper()
+	var reached atomic.Int32
+	gate := make(chan struct{})
+	frozen := make(chan (<-chan struct{}), 1)
+	var armed atomic.Bool
+	armed.Store(true)
+	hooks.onCommit = func() {
+		if !armed.Load() {
+			return
+		}
+		if int(reached.Add(1)) == len(calls) {
+			frozen <- srv.freeze(t, freeze)
+			close(gate)
+		}
+		select {
+		case <-gate:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	defer func() { hooks.onCommit = nil }()
+
+	late := make([]time.Duration, len(calls))
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			due, _ := ctx.Deadline()
+			errs[i] = c.run(db.WithContext(ctx))
+			late[i] = time.Since(due)
+		}()
+	}
+	wg.Wait()
+	armed.Store(false)
+	for i, c := range calls {
+		assert.ErrorIs(t, errs[i], context.DeadlineExceeded, c.name)
+		assert.Less(t, late[i], 500*time.Millisecond, "%s returned %v after its deadline", c.name, late[i])
+		t.Logf("%s: returned %v after its %v deadline, server frozen at COMMIT for %v: %v", c.name, late[i].Round(time.Millisecond), deadline, freeze, errs[i])
+	}
+	require.EqualValues(t, len(calls), reached.Load(), "every call reached COMMIT")
+	resumed := <-frozen
+	select {
+	case <-resumed:
+		t.Fatal("the server resumed before the calls returned: the freeze did not cover their deadlines")
+	default:
+	}
+	<-resumed
+}
