@@ -1,11 +1,8 @@
 package slotted
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -178,23 +175,6 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 			}
 		}
 		d[deltaKey{c, id}] += sign * amount
-	}
-	return nil
-}
-
-// applyDeltas writes each parent's net change with one upsert, in
-// (record_type, record_id) order so that two statements never wait on each
-// other's slot rows in opposite orders.
-func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
-	keys := slices.SortedFunc(maps.Keys(d), func(a, b deltaKey) int {
-		return cmp.Or(cmp.Compare(a.c.counter.recordType, b.c.counter.recordType), cmp.Compare(a.id, b.id))
-	})
-	for _, k := range keys {
-		if n := d[k]; n != 0 {
-			if err := p.add(db, k.c.counter.recordType, k.id, k.c.counter.slots, n); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }
