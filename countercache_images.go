@@ -60,6 +60,10 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 		sel.WriteString(", CASE WHEN (?) THEN 1 ELSE 0 END")
 		vars = append(vars, *cond)
 	}
+	if op.recheck != nil {
+		sel.WriteString(", CASE WHEN (?) THEN 1 ELSE 0 END")
+		vars = append(vars, op.recheck)
+	}
 	q := WithoutFill(routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select(sel.String(), vars...)
 	if unscoped {
 		q = q.Unscoped()
@@ -89,9 +93,16 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 	for i := range flags {
 		dest = append(dest, &flags[i])
 	}
+	var matches int64
+	if op.recheck != nil {
+		dest = append(dest, &matches)
+	}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
+		}
+		if op.recheck != nil && matches == 0 {
+			continue // left the statement's conditions before it was locked: not changed, not counted
 		}
 		img := image{alive: true, flags: make([]bool, len(flags))}
 		i := 1

@@ -117,7 +117,11 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 	window := time.Duration(envInt("SLOTTED_BENCH_WINDOW_MS", 1000)) * time.Millisecond
 	for _, name := range dbNames(b) {
 		b.Run(name, func(b *testing.B) {
-			db, _, _ := benchDB(b, name)
+			db, sqlDB, _ := benchDB(b, name)
+			if name == dbPostgres {
+				// max_connections (100) is shared with the other suites on the box.
+				sqlDB.SetMaxOpenConns(envInt("SLOTTED_BENCH_PG_CONNS", benchWriters))
+			}
 			models := []any{&BenchReply{}, &BenchReply1000{}, &BenchPlainReply{}, &BenchRailsReply{}, &BenchTriggerReply{}, &BenchTopic{}}
 			if err := db.Migrator().DropTable(models...); err != nil {
 				b.Fatal(err)

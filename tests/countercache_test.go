@@ -13,7 +13,7 @@ import (
 	"github.com/slotted-go/slotted"
 )
 
-func newTopics(t *testing.T, db *gorm.DB, n int) []uint {
+func newTopics(t testing.TB, db *gorm.DB, n int) []uint {
 	t.Helper()
 	topics := make([]Topic, n)
 	for i := range topics {
