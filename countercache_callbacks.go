@@ -335,7 +335,11 @@ func (p *Plugin) cacheAfterChange(db *gorm.DB) {
 		return
 	}
 	op := v.(*cacheOp)
-	if !slices.Contains(db.Statement.BuildClauses, "DELETE") && len(op.keys) > 0 {
+	s := db.Statement
+	// A soft delete is an UPDATE of deleted_at: a cache counting deleted rows
+	// reads them again, as after any update.
+	softDelete := op.cc.withDeleted && !s.Unscoped && op.cc.deleted != nil
+	if (!slices.Contains(s.BuildClauses, "DELETE") || softDelete) && len(op.keys) > 0 {
 		after := &cacheOp{cc: op.cc, deltas: op.deltas}
 		if err := p.readImagesByKey(db, op.cc, after, +1, op.keys); err != nil {
 			_ = db.AddError(err)

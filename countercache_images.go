@@ -159,10 +159,13 @@ func (cc *childCaches) memoryImage(db *gorm.DB, v reflect.Value) image {
 
 // contribute adds sign times what one child row counts in each cache.
 func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflect.Value) error {
-	if !img.alive {
+	if !img.alive && !cc.withDeleted {
 		return nil
 	}
 	for _, c := range cc.caches {
+		if !img.alive && !c.deleted {
+			continue
+		}
 		if c.where != nil {
 			if img.flags != nil {
 				if !img.flags[c.flagAt] {
@@ -185,7 +188,7 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 				return err
 			}
 		}
-		d[deltaKey{c, id}] += sign * amount
+		d[deltaKey{c, id}] += sign * amount * c.weight
 	}
 	return nil
 }

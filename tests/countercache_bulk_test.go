@@ -61,6 +61,7 @@ func seedBulkReplies(t testing.TB, db *gorm.DB, n int) []uint {
 func TestCounterCacheBulkMovesConcurrent(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		cacheDB(t, db)
+		declareExtraCaches(t, db)
 		limitConns(t, db)
 		ids := seedBulkReplies(t, db, 4)
 		attempts, conflicts := bulkMoves(t, db, ids, 32, 8)
