@@ -108,8 +108,8 @@ type counterCache struct {
 	weight  int64 // what one child counts (Weight), 1 by default
 	deleted bool  // soft-deleted children count too (WithDeleted)
 	fkAt    int   // the foreign key's position among the image's foreign key columns
-	sumAt   int // the sum column's position among the image's sum columns
-	flagAt  int // the condition's position among the image's condition flags
+	sumAt   int   // the sum column's position among the image's sum columns
+	flagAt  int   // the condition's position among the image's condition flags
 }
 
 // childCaches is everything the callbacks need about one child model: its
