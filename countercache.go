@@ -42,10 +42,13 @@ import (
 type CacheOption func(*cacheSpec)
 
 type cacheSpec struct {
-	where     *clause.Expr
-	match     func(reflect.Value) bool
-	matchType reflect.Type
-	sum       string
+	where       *clause.Expr
+	match       func(reflect.Value) bool
+	matchType   reflect.Type
+	sum         string
+	weight      int64
+	weightSet   bool
+	withDeleted bool
 }
 
 // Where counts only the children matching an SQL condition on the child
@@ -75,6 +78,24 @@ func Sum(field string) CacheOption {
 	return func(s *cacheSpec) { s.sum = field }
 }
 
+// Weight counts each child as n instead of 1 (counter_culture's
+// delta_magnitude): a review worth 5 points, a weighted vote. With Sum, each
+// child adds n times its column. n must not be 0.
+//
+//	slotted.CounterCache(db, &Post{}, "Votes", "score", slotted.Where("up = ?", true), slotted.Weight(2))
+func Weight(n int64) CacheOption {
+	return func(s *cacheSpec) { s.weight, s.weightSet = n, true }
+}
+
+// WithDeleted counts soft-deleted children too (counter_culture's
+// include_soft_deleted-style counters): a soft delete or a restore leaves the
+// count alone, a hard delete (Unscoped) uncounts the row. Fix counts with
+// Unscoped. Soft deletes of such children read their rows again after the
+// UPDATE (one more SELECT).
+func WithDeleted() CacheOption {
+	return func(s *cacheSpec) { s.withDeleted = true }
+}
+
 // counterCache is one parent counter maintained from one child table.
 type counterCache struct {
 	parent  *modelMeta
@@ -84,9 +105,11 @@ type counterCache struct {
 	sum     *schema.Field // nil: count the children
 	where   *clause.Expr  // nil: every live child
 	match   func(reflect.Value) bool
-	fkAt    int // the foreign key's position among the image's foreign key columns
-	sumAt   int // the sum column's position among the image's sum columns
-	flagAt  int // the condition's position among the image's condition flags
+	weight  int64 // what one child counts (Weight), 1 by default
+	deleted bool  // soft-deleted children count too (WithDeleted)
+	fkAt    int   // the foreign key's position among the image's foreign key columns
+	sumAt   int   // the sum column's position among the image's sum columns
+	flagAt  int   // the condition's position among the image's condition flags
 }
 
 // childCaches is everything the callbacks need about one child model: its
@@ -105,6 +128,9 @@ type childCaches struct {
 	// selectOnCreate: some condition has no Match, so a Create reads its
 	// rows back to let the database evaluate it.
 	selectOnCreate bool
+	// withDeleted: some cache counts soft-deleted rows, so a soft delete is
+	// read again after its UPDATE, as an update is.
+	withDeleted bool
 }
 
 // cacheRegistry holds the declared counter caches; lookups are lock-free.
@@ -205,7 +231,13 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if len(childSchema.PrimaryFields) != 1 {
 		return fmt.Errorf("%w: %s: counter cache children need a single-column primary key", ErrUnsupportedModel, childSchema.Name)
 	}
-	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, where: spec.where, match: spec.match}
+	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, where: spec.where, match: spec.match, weight: 1, deleted: spec.withDeleted}
+	if spec.weight != 0 {
+		cc.weight = spec.weight
+	}
+	if spec.weightSet && spec.weight == 0 {
+		return fmt.Errorf("%w: Weight(0) counts nothing", ErrInvalidConfig)
+	}
 	if spec.sum != "" {
 		f := childSchema.LookUpField(spec.sum)
 		if f == nil || f.DBName == "" {
@@ -269,6 +301,7 @@ func newChildCaches(s *schema.Schema, caches []*counterCache) *childCaches {
 		c := *c
 		c.child = cc
 		c.fkAt = pos(&cc.fks, c.fk)
+		cc.withDeleted = cc.withDeleted || c.deleted
 		cc.watched[c.fk.DBName] = true
 		if c.sum != nil {
 			c.sumAt = pos(&cc.sums, c.sum)

@@ -74,6 +74,9 @@ type cacheOp struct {
 	deltas deltas
 	keys   []any            // the locked rows' primary keys: the "after" image reads them again
 	locks  []SlottedCounter // an upsert's key locks (lockKeys)
+	// recheck is the statement's WHERE, evaluated on rows locked by primary
+	// key (countercache_locks.go): a row that no longer matches is skipped.
+	recheck clause.Expression
 	// records are the new children of a Create from maps, as structs.
 	records []reflect.Value
 }
@@ -295,7 +298,7 @@ func (p *Plugin) cacheBeforeChange(db *gorm.DB) {
 			return // no foreign key, sum, soft-delete or condition column changes
 		}
 	}
-	scope, ok := targetScope(db, cc)
+	scope, ok := targetScope(db, cc, true)
 	if !ok {
 		return // no condition at all: gorm refuses the statement (ErrMissingWhereClause)
 	}
@@ -303,6 +306,17 @@ func (p *Plugin) cacheBeforeChange(db *gorm.DB) {
 		return
 	}
 	op := &cacheOp{cc: cc, deltas: deltas{}}
+	if where, ordered := p.orderedLocks(s); ordered {
+		var keys []any
+		if keys, ok = p.candidateKeys(db, cc, s.Unscoped, scope); ok {
+			op.recheck = where
+			scope = func(q *gorm.DB) *gorm.DB {
+				return q.Where(keyIn(cc, keys)).Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}})
+			}
+		} else if db.Error != nil {
+			return
+		}
+	}
 	if err := p.readImages(db, cc, op, -1, s.Unscoped, scope); err != nil {
 		_ = db.AddError(err)
 		return
@@ -321,7 +335,11 @@ func (p *Plugin) cacheAfterChange(db *gorm.DB) {
 		return
 	}
 	op := v.(*cacheOp)
-	if !slices.Contains(db.Statement.BuildClauses, "DELETE") && len(op.keys) > 0 {
+	s := db.Statement
+	// A soft delete is an UPDATE of deleted_at: a cache counting deleted rows
+	// reads them again, as after any update.
+	softDelete := op.cc.withDeleted && !s.Unscoped && op.cc.deleted != nil
+	if (!slices.Contains(s.BuildClauses, "DELETE") || softDelete) && len(op.keys) > 0 {
 		after := &cacheOp{cc: op.cc, deltas: op.deltas}
 		if err := p.readImagesByKey(db, op.cc, after, +1, op.keys); err != nil {
 			_ = db.AddError(err)
@@ -354,10 +372,10 @@ func (cc *childCaches) restricted(s *gorm.Statement) bool {
 
 // targetScope selects the rows an UPDATE or DELETE will change: its WHERE,
 // the primary keys of its model value (gorm adds them at gorm:update /
-// gorm:delete), and its ORDER BY and LIMIT where the dialect builds them for
-// this statement (MySQL). ok is false for a statement without any condition
-// that gorm will refuse.
-func targetScope(db *gorm.DB, cc *childCaches) (func(*gorm.DB) *gorm.DB, bool) {
+// gorm:delete), and (limited) its ORDER BY and LIMIT where the dialect builds
+// them for this statement (MySQL). ok is false for a statement without any
+// condition that gorm will refuse.
+func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *gorm.DB, bool) {
 	s := db.Statement
 	var conds []clause.Expression
 	keysOf := func(v reflect.Value) {
@@ -386,7 +404,7 @@ func targetScope(db *gorm.DB, cc *childCaches) (func(*gorm.DB) *gorm.DB, bool) {
 		for _, c := range conds {
 			q = q.Where(c)
 		}
-		if _, limited := s.Clauses["LIMIT"]; limited && slices.Contains(s.BuildClauses, "LIMIT") {
+		if _, hasLimit := s.Clauses["LIMIT"]; limited && hasLimit && slices.Contains(s.BuildClauses, "LIMIT") {
 			if order, ok := s.Clauses["ORDER BY"]; ok && order.Expression != nil {
 				q = q.Clauses(order.Expression)
 			}

@@ -1,11 +1,8 @@
 package slotted
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -63,6 +60,10 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 		sel.WriteString(", CASE WHEN (?) THEN 1 ELSE 0 END")
 		vars = append(vars, *cond)
 	}
+	if op.recheck != nil {
+		sel.WriteString(", CASE WHEN (?) THEN 1 ELSE 0 END")
+		vars = append(vars, op.recheck)
+	}
 	q := WithoutFill(routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select(sel.String(), vars...)
 	if unscoped {
 		q = q.Unscoped()
@@ -92,9 +93,16 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 	for i := range flags {
 		dest = append(dest, &flags[i])
 	}
+	var matches int64
+	if op.recheck != nil {
+		dest = append(dest, &matches)
+	}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
+		}
+		if op.recheck != nil && matches == 0 {
+			continue // left the statement's conditions before it was locked: not changed, not counted
 		}
 		img := image{alive: true, flags: make([]bool, len(flags))}
 		i := 1
@@ -151,10 +159,13 @@ func (cc *childCaches) memoryImage(db *gorm.DB, v reflect.Value) image {
 
 // contribute adds sign times what one child row counts in each cache.
 func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflect.Value) error {
-	if !img.alive {
+	if !img.alive && !cc.withDeleted {
 		return nil
 	}
 	for _, c := range cc.caches {
+		if !img.alive && !c.deleted {
+			continue
+		}
 		if c.where != nil {
 			if img.flags != nil {
 				if !img.flags[c.flagAt] {
@@ -177,24 +188,7 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 				return err
 			}
 		}
-		d[deltaKey{c, id}] += sign * amount
-	}
-	return nil
-}
-
-// applyDeltas writes each parent's net change with one upsert, in
-// (record_type, record_id) order so that two statements never wait on each
-// other's slot rows in opposite orders.
-func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
-	keys := slices.SortedFunc(maps.Keys(d), func(a, b deltaKey) int {
-		return cmp.Or(cmp.Compare(a.c.counter.recordType, b.c.counter.recordType), cmp.Compare(a.id, b.id))
-	})
-	for _, k := range keys {
-		if n := d[k]; n != 0 {
-			if err := p.add(db, k.c.counter.recordType, k.id, k.c.counter.slots, n); err != nil {
-				return err
-			}
-		}
+		d[deltaKey{c, id}] += sign * amount * c.weight
 	}
 	return nil
 }

@@ -308,6 +308,9 @@ func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 	if c.where != nil {
 		q = q.Where(*c.where)
 	}
+	if c.deleted {
+		q = q.Unscoped()
+	}
 	rows, err := q.Rows()
 	if err != nil {
 		return err
@@ -324,7 +327,7 @@ func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 			return err
 		}
 		if ok {
-			into[deltaKey{c, id}] += n
+			into[deltaKey{c, id}] += n * c.weight
 		}
 	}
 	return rows.Err()

@@ -20,6 +20,8 @@ type BenchTopic struct {
 	Replies1000 []BenchReply1000
 	Count       int64 `gorm:"-" slotted:"replies"`                 // the slotted counter cache (BenchReply), Config.Slots (100)
 	Count1000   int64 `gorm:"-" slotted:"replies_1000;slots:1000"` // the same with 1000 slots (BenchReply1000)
+	// CountTrig is kept by a database trigger on bench_trigger_replies (BenchTriggerReply), 100 slots.
+	CountTrig int64 `gorm:"-" slotted:"replies_trig"`
 	// RepliesCount is the Rails-style single-column cache (BenchRailsReply).
 	RepliesCount int64 `gorm:"not null;default:0"`
 }
@@ -53,6 +55,45 @@ type BenchRailsReply struct {
 	Body         string
 }
 
+// BenchTriggerReply is counted by a database trigger (MariaDB and PostgreSQL
+// only): the prototype that issue #16 item 5 weighs against the callbacks.
+type BenchTriggerReply struct {
+	ID           uint
+	BenchTopicID uint `gorm:"index"`
+	Body         string
+}
+
+// createCountTrigger makes the child's own INSERT upsert the parent's slot row.
+func createCountTrigger(b *testing.B, db *gorm.DB, name string) {
+	b.Helper()
+	var stmts []string
+	switch name {
+	case dbMySQL:
+		stmts = []string{
+			"DROP TRIGGER IF EXISTS bench_trigger_replies_count",
+			"CREATE TRIGGER bench_trigger_replies_count AFTER INSERT ON bench_trigger_replies FOR EACH ROW " +
+				"INSERT INTO " + benchTable + " (record_type, record_id, slot, count) " +
+				"VALUES ('bench_topics.replies_trig', CAST(NEW.bench_topic_id AS CHAR), FLOOR(RAND()*100), 1) " +
+				"ON DUPLICATE KEY UPDATE count = count + 1",
+		}
+	case dbPostgres:
+		stmts = []string{
+			"CREATE OR REPLACE FUNCTION bench_trigger_replies_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN " +
+				"INSERT INTO " + benchTable + " AS c (record_type, record_id, slot, count) " +
+				"VALUES ('bench_topics.replies_trig', NEW.bench_topic_id::text, floor(random()*100)::int, 1) " +
+				"ON CONFLICT (record_type, record_id, slot) DO UPDATE SET count = c.count + 1; RETURN NULL; END $$",
+			"DROP TRIGGER IF EXISTS bench_trigger_replies_count ON bench_trigger_replies",
+			"CREATE TRIGGER bench_trigger_replies_count AFTER INSERT ON bench_trigger_replies " +
+				"FOR EACH ROW EXECUTE FUNCTION bench_trigger_replies_count()",
+		}
+	}
+	for _, q := range stmts {
+		if err := db.Exec(q).Error; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func (r *BenchRailsReply) AfterCreate(tx *gorm.DB) error {
 	return tx.Model(&BenchTopic{}).Where("id = ?", r.BenchTopicID).
 		UpdateColumn("replies_count", gorm.Expr("replies_count + ?", 1)).Error
@@ -76,8 +117,12 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 	window := time.Duration(envInt("SLOTTED_BENCH_WINDOW_MS", 1000)) * time.Millisecond
 	for _, name := range dbNames(b) {
 		b.Run(name, func(b *testing.B) {
-			db, _, _ := benchDB(b, name)
-			models := []any{&BenchReply{}, &BenchReply1000{}, &BenchPlainReply{}, &BenchRailsReply{}, &BenchTopic{}}
+			db, sqlDB, _ := benchDB(b, name)
+			if name == dbPostgres {
+				// max_connections (100) is shared with the other suites on the box.
+				sqlDB.SetMaxOpenConns(envInt("SLOTTED_BENCH_PG_CONNS", benchWriters))
+			}
+			models := []any{&BenchReply{}, &BenchReply1000{}, &BenchPlainReply{}, &BenchRailsReply{}, &BenchTriggerReply{}, &BenchTopic{}}
 			if err := db.Migrator().DropTable(models...); err != nil {
 				b.Fatal(err)
 			}
@@ -86,6 +131,7 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 			if err := noFK.AutoMigrate(models...); err != nil {
 				b.Fatal(err)
 			}
+			createCountTrigger(b, db, name)
 			if err := slotted.CounterCache(db, &BenchTopic{}, "Replies", "replies"); err != nil {
 				b.Fatal(err)
 			}
@@ -117,9 +163,15 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 				{"none", create(func() any { return &BenchPlainReply{BenchTopicID: topic.ID} })},
 				{"slotted1000", create(func() any { return &BenchReply1000{BenchTopicID: topic.ID} })},
 			}
+			if name != dbSQLite {
+				variants = append(variants, struct {
+					name string
+					fn   func() error
+				}{"trigger", create(func() any { return &BenchTriggerReply{BenchTopicID: topic.ID} })})
+			}
 			for _, workers := range []int{1, benchWriters} {
 				rates := make([][]float64, len(variants))
-				var vsRails, vsNone, vsRails1000 []float64
+				var vsRails, vsNone, vsRails1000, trigVsNone, slottedVsTrig []float64
 				for r := 0; r < rounds; r++ {
 					got := make([]float64, len(variants))
 					for i := range variants {
@@ -129,6 +181,9 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 					}
 					vsRails, vsNone = append(vsRails, got[0]/got[1]), append(vsNone, got[0]/got[2])
 					vsRails1000 = append(vsRails1000, got[3]/got[1])
+					if len(got) > 4 {
+						trigVsNone, slottedVsTrig = append(trigVsNone, got[4]/got[2]), append(slottedVsTrig, got[0]/got[4])
+					}
 				}
 				for i, v := range variants {
 					b.ReportMetric(median(rates[i]), fmt.Sprintf("%s-w%d-ops/s", v.name, workers))
@@ -137,11 +192,16 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 				b.ReportMetric(slices.Min(vsRails), fmt.Sprintf("slotted/rails-w%d-min", workers))
 				b.ReportMetric(median(vsNone), fmt.Sprintf("slotted/none-w%d", workers))
 				b.ReportMetric(median(vsRails1000), fmt.Sprintf("slotted1000/rails-w%d", workers))
+				if len(trigVsNone) > 0 {
+					b.ReportMetric(median(trigVsNone), fmt.Sprintf("trigger/none-w%d", workers))
+					b.ReportMetric(median(slottedVsTrig), fmt.Sprintf("slotted/trigger-w%d", workers))
+				}
 			}
 			b.ReportMetric(float64(retries.Load()), "retries")
 
 			// Both caches must be exact after all that.
-			var replies, replies1000, rails int64
+			var replies, replies1000, rails, trig int64
+			db.Model(&BenchTriggerReply{}).Count(&trig)
 			db.Model(&BenchReply{}).Count(&replies)
 			db.Model(&BenchReply1000{}).Count(&replies1000)
 			db.Model(&BenchRailsReply{}).Count(&rails)
@@ -149,8 +209,11 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 			if err := db.First(&got, topic.ID).Error; err != nil {
 				b.Fatal(err)
 			}
-			if got.Count != replies || got.Count1000 != replies1000 || got.RepliesCount != rails {
-				b.Fatalf("slotted %d vs %d replies, %d vs %d, rails %d vs %d", got.Count, replies, got.Count1000, replies1000, got.RepliesCount, rails)
+			if name == dbSQLite {
+				trig = 0
+			}
+			if got.Count != replies || got.Count1000 != replies1000 || got.RepliesCount != rails || got.CountTrig != trig {
+				b.Fatalf("slotted %d vs %d replies, %d vs %d, rails %d vs %d, trigger %d vs %d", got.Count, replies, got.Count1000, replies1000, got.RepliesCount, rails, got.CountTrig, trig)
 			}
 		})
 	}

@@ -137,6 +137,7 @@ func mixedWorkload(db *gorm.DB, topics []uint, opsEach int) []error {
 func TestCounterCacheConcurrentMixed(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		cacheDB(t, db)
+		declareExtraCaches(t, db)
 		limitConns(t, db)
 		topics := []Topic{{Title: "a"}, {Title: "b"}, {Title: "c"}}
 		require.NoError(t, db.Create(&topics).Error)
@@ -158,6 +159,7 @@ func TestCounterCacheConcurrentMixed(t *testing.T) {
 func TestFixRacingWriters(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		cacheDB(t, db)
+		declareExtraCaches(t, db)
 		limitConns(t, db)
 		topics := []Topic{{Title: "a"}, {Title: "b"}, {Title: "c"}}
 		require.NoError(t, db.Create(&topics).Error)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,6 +21,8 @@ type Topic struct {
 	Popular   int64 `gorm:"-" slotted:"popular"`   // Where only: read back after a Create
 	Points    int64 `gorm:"-" slotted:"points"`    // Sum of Reply.Points
 	Likes     int64 `gorm:"-" slotted:"likes"`     // a plain counter: seeded on Create
+	Weighted  int64 `gorm:"-" slotted:"weighted"`  // published replies, 3 each (Weight)
+	Ever      int64 `gorm:"-" slotted:"ever"`      // replies soft-deleted or not (WithDeleted), 2 points each (Sum + Weight)
 }
 
 type Reply struct {
@@ -106,5 +109,46 @@ func requireTopicsExact(t testing.TB, db *gorm.DB, topicIDs ...uint) {
 	t.Helper()
 	for _, id := range topicIDs {
 		require.Equal(t, truthOf(t, db, id), countersOf(t, db, id), "topic %d: counters vs replies table", id)
+		if _, ok := extraCaches.Load(db.Config); ok {
+			require.Equal(t, extraTruthOf(t, db, id), extraCountersOf(t, db, id), "topic %d: Weight/WithDeleted counters vs replies table", id)
+		}
 	}
+}
+
+// extraCaches holds the *gorm.Config of the databases declareExtraCaches ran on.
+var extraCaches sync.Map
+
+// declareExtraCaches adds the Weight and WithDeleted caches of Topic
+// (requireTopicsExact then checks them too). The statement-count tests run
+// without them: a WithDeleted cache makes a soft delete read its rows again.
+func declareExtraCaches(t testing.TB, db *gorm.DB) {
+	t.Helper()
+	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.Weight(3),
+		slotted.Where("published = ?", true), slotted.Match(func(r *Reply) bool { return r.Published })))
+	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "ever", slotted.WithDeleted(), slotted.Sum("Points"), slotted.Weight(2)))
+	extraCaches.Store(db.Config, true)
+}
+
+// extraTruth is what the Weight and WithDeleted counters must hold.
+type extraTruth struct{ Weighted, Ever int64 }
+
+func extraTruthOf(t testing.TB, db *gorm.DB, topicID uint) extraTruth {
+	t.Helper()
+	var tr extraTruth
+	require.NoError(t, db.Model(&Reply{}).Where("topic_id = ? AND published = ?", topicID, true).Count(&tr.Weighted).Error)
+	tr.Weighted *= 3
+	require.NoError(t, db.Unscoped().Model(&Reply{}).Where("topic_id = ?", topicID).Select("COALESCE(SUM(points), 0)").Scan(&tr.Ever).Error)
+	tr.Ever *= 2
+	return tr
+}
+
+func extraCountersOf(t testing.TB, db *gorm.DB, topicID uint) extraTruth {
+	t.Helper()
+	var got extraTruth
+	var err error
+	got.Weighted, err = slotted.Count(db, &Topic{ID: topicID}, "weighted")
+	require.NoError(t, err)
+	got.Ever, err = slotted.Count(db, &Topic{ID: topicID}, "ever")
+	require.NoError(t, err)
+	return got
 }
