@@ -20,6 +20,7 @@ type modelMeta struct {
 	// columns are counter fields that gorm still maps to a column (no gorm:"-"):
 	// they are omitted from the model's INSERT, UPDATE and SELECT statements.
 	columns []string
+	extras  []*extraField // fields filled beside the counters: window:, series:, applied (extras.go)
 }
 
 // counter is one counter field of a model.
@@ -196,6 +197,13 @@ func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
 		if !ok {
 			continue
 		}
+		if e, ok, err := parseExtra(f, tag); ok {
+			if err != nil {
+				return &modelMeta{typ: m.typ, columns: m.columns}, fmt.Errorf("%s.%s: %w", s.Name, f.Name, err)
+			}
+			m.extras = append(m.extras, e)
+			continue
+		}
 		c, err := p.buildCounter(db, s, f, tag)
 		if err != nil {
 			return &modelMeta{typ: m.typ, columns: m.columns}, err
@@ -207,6 +215,9 @@ func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
 			m.byName[name] = c
 		}
 		m.counters = append(m.counters, c)
+	}
+	if err := m.resolveExtras(); err != nil {
+		return &modelMeta{typ: m.typ, columns: m.columns}, fmt.Errorf("%s: %w", s.Name, err)
 	}
 	if len(m.counters) == 0 {
 		return m, nil // a model without counters: callbacks skip it; the API reports ErrUnknownCounter
