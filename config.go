@@ -43,6 +43,12 @@ type Config struct {
 	// how long a client may retry, and gives likes KeepForever. Default: 0, keys are kept forever.
 	OnceExpireAfter time.Duration
 
+	// RequireRecords makes every write that takes a model check that its record exists first (one
+	// primary-key SELECT on the primary), returning ErrRecordNotFound and writing nothing when it does
+	// not; see MustExist, which turns it on or off per *gorm.DB. Default: false (a write to a missing
+	// record creates an orphan counter, which Sweep removes).
+	RequireRecords bool
+
 	// DisableAutoMigrate stops db.Use from creating or migrating the counter table; run
 	// slotted.Migrate from your own migration step instead. Default: false (migrate on db.Use).
 	DisableAutoMigrate bool

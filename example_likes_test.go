@@ -1,8 +1,11 @@
 package slotted_test
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted"
 )
@@ -82,4 +85,12 @@ func ExampleLoadWindows() {
 	stories := []Story{{ID: 1}, {ID: 2}}
 	_ = slotted.LoadWindows(db, &stories) // ViewsWeek and Spark: one statement each; Views untouched
 	_ = slotted.LoadWindows(db, &stories, "ViewsWeek")
+}
+
+func ExampleMustExist() {
+	err := slotted.Increment(slotted.MustExist(db), &Story{ID: 999}, "likes")
+	// SELECT `id` FROM `stories` WHERE `stories`.`id` = 999 LIMIT 1
+	if errors.Is(err, gorm.ErrRecordNotFound) { // or slotted.ErrRecordNotFound
+		fmt.Println("404") // nothing was written
+	}
 }

@@ -97,6 +97,9 @@ func (p *Plugin) writeTarget(db *gorm.DB, model any, name, totalOnly string) (*c
 	if err == nil && totalOnly != "" {
 		err = c.unbucketed(totalOnly)
 	}
+	if err == nil {
+		err = p.checkExists(db, v) // MustExist, Config.RequireRecords (exists.go)
+	}
 	return c, v, id, err
 }
 
