@@ -1,8 +1,11 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted"
 )
@@ -28,9 +31,21 @@ func Example_likes() {
 	fmt.Println(again, page[0].Likes, page[0].Liked, page[1].Liked, page[2].Liked)
 	who, _ := slotted.OnceKeys(db, &stories[0], "likes", "", 10)
 	fmt.Println(who)
+
+	one, _ := slotted.Applied(db, &stories[0], "likes", "user:3")
+	flags, _ := slotted.AppliedMany(db, &stories, "likes", "user:3")
+	held := []Story{{ID: stories[0].ID}, {ID: stories[1].ID}}
+	_ = slotted.LoadApplied(db, &held, "user:3")
+	fmt.Println(one, flags, held[0].Liked, held[1].Liked)
+
+	kept, _ := slotted.AddOnce(db, &stories[1], "likes", 1, "user:4", slotted.KeepForever())
+	err := slotted.Increment(slotted.MustExist(db), &Story{ID: 999}, "likes")
+	fmt.Println(kept, errors.Is(err, gorm.ErrRecordNotFound))
 	// Output:
 	// false 2 true false true
 	// [user:1 user:3]
+	// true [true false false] true false
+	// true true
 }
 
 // A page of stories with their views of the last 7 days, as a total and day
@@ -60,7 +75,12 @@ func Example_dashboard() {
 		}
 		fmt.Println(s.Title, s.Views, s.ViewsWeek, spark)
 	}
+	series, _ := slotted.SeriesMany(db, &stories, "views", slotted.LastDays(2)) // one statement for both
+	held := []Story{{ID: stories[0].ID}}
+	_ = slotted.LoadWindows(db, &held, "ViewsWeek")
+	fmt.Println(series[0][1].Count, series[1][1].Count, held[0].ViewsWeek, held[0].Views)
 	// Output:
 	// a 55 49 [4 5 6 7 8 9 10]
 	// b 10 7 [1 1 1 1 1 1 1]
+	// 10 1 49 0
 }

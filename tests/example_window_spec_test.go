@@ -31,7 +31,17 @@ func Example_windows() {
 	fmt.Println(week, iso, today, len(days), days[0].Start.Format("Mon 02"))
 	_, err := slotted.CountIn(db, &page, "recent", slotted.LastDays(4))
 	fmt.Println(errors.Is(err, slotted.ErrPastRetention))
+
+	month, _ := slotted.CountIn(db, &page, "views", slotted.ThisMonth()) // the 20th .. 29th of November
+	_ = slotted.Increment(db, &page, "hits")                             // hits: buckets:hour
+	hours, _ := slotted.SeriesIn(db, &page, "hits", slotted.LastHours(3))
+	last, _ := slotted.CountIn(db, &page, "hits", slotted.LastBuckets(1))
+	w, _ := slotted.ParseWindow("7d")
+	loaded := []Page{{ID: page.ID}}
+	_ = slotted.LoadIn(db, &loaded, w, "views")
+	fmt.Println(month, len(hours), hours[2].Count, last, w, loaded[0].Views)
 	// Output:
 	// 7 7 1 7 Mon 23
 	// true
+	// 10 3 1 1 7d 7
 }

@@ -147,6 +147,7 @@ func TestWindowRefused(t *testing.T) {
 		d := Dash{Title: "a"}
 		require.NoError(t, db.Create(&d).Error)
 		require.NoError(t, slotted.Increment(db, &d, "kept"))
+		require.NoError(t, slotted.Increment(db, &d, "views"))
 		n, err := slotted.CountIn(db, &d, "kept", slotted.LastDays(3))
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, n)
@@ -163,5 +164,15 @@ func TestWindowRefused(t *testing.T) {
 		s, err := slotted.Series(db, &d, "views", clock.Now(), clock.Now())
 		require.NoError(t, err)
 		assert.Empty(t, s)
+		n, err = slotted.CountBetween(db, &d, "views", clock.Now(), clock.Now())
+		require.NoError(t, err)
+		assert.Zero(t, n)
+		top, err := slotted.TopBetween(db, &Dash{}, "views", 5, clock.Now(), clock.Now())
+		require.NoError(t, err)
+		require.Len(t, top, 1)
+		assert.Zero(t, top[0].Views, "the empty window's total")
+		var ordered []Dash
+		require.NoError(t, db.Scopes(slotted.OrderByBetween(&Dash{}, "views", "DESC", clock.Now(), clock.Now())).Find(&ordered).Error)
+		assert.Len(t, ordered, 1)
 	}, slotted.Config{Now: clock.Now})
 }
