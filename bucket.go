@@ -22,6 +22,7 @@ import (
 //
 //	hour   "2026-11-23T14"    the hour's start in UTC (minutes added, "T08:30", in zones offset by half hours)
 //	day    "2026-11-23"       the date in the counter's time zone
+//	week   "2026-W48"         the ISO week (Monday to Sunday) in the counter's time zone, by its ISO year
 //	month  "2026-11"          the month in the counter's time zone
 //
 // Hours are labelled in UTC because local clock hours repeat on the day
@@ -34,6 +35,7 @@ const (
 	hourly unit = iota + 1
 	daily
 	monthly
+	weekly // appended: the values above are compared nowhere, but keep them stable
 )
 
 func (u unit) String() string {
@@ -42,6 +44,8 @@ func (u unit) String() string {
 		return "hour"
 	case daily:
 		return "day"
+	case weekly:
+		return "week"
 	}
 	return "month"
 }
@@ -92,6 +96,8 @@ func (b *bucketing) of(t time.Time) bucket {
 	case daily:
 		y, m, d := t.In(b.loc).Date()
 		return bucket{label: fmt.Sprintf("%04d-%02d-%02d", y, m, d), start: dayStart(y, m, d, b.loc), end: dayStart(y, m, d+1, b.loc)}
+	case weekly:
+		return weekOf(t, b.loc)
 	default:
 		y, m, _ := t.In(b.loc).Date()
 		return bucket{label: fmt.Sprintf("%04d-%02d", y, m), start: dayStart(y, m, 1, b.loc), end: dayStart(y, m+1, 1, b.loc)}
@@ -99,10 +105,13 @@ func (b *bucketing) of(t time.Time) bucket {
 }
 
 // between returns the buckets that overlap [from, to), oldest first: from's
-// bucket, and every bucket that starts before to.
+// bucket, and every bucket that starts before to; none when from == to.
 func (b *bucketing) between(from, to time.Time) ([]bucket, error) {
 	if to.Before(from) {
 		return nil, fmt.Errorf("%w: window ends (%s) before it starts (%s)", ErrInvalidArgument, to, from)
+	}
+	if from.Equal(to) {
+		return nil, nil // [t, t) holds no instant: no bucket, not the one holding t
 	}
 	var out []bucket
 	for cur := b.of(from); cur.start.Before(to); {
@@ -140,6 +149,8 @@ func (b *bucketing) valid(label string) bool {
 	case daily:
 		t, err := time.Parse("2006-01-02", label)
 		return err == nil && t.Format("2006-01-02") == label
+	case weekly:
+		return validWeek(label)
 	default:
 		t, err := time.Parse("2006-01", label)
 		return err == nil && t.Format("2006-01") == label
@@ -179,10 +190,12 @@ func (o *bucketTag) parseBucketOption(tag, key, value string) error {
 			o.buckets = hourly
 		case "day":
 			o.buckets = daily
+		case "week":
+			o.buckets = weekly
 		case "month":
 			o.buckets = monthly
 		default:
-			return fmt.Errorf("%w: tag %q: buckets must be hour, day or month", ErrInvalidConfig, tag)
+			return fmt.Errorf("%w: tag %q: buckets must be hour, day, week or month", ErrInvalidConfig, tag)
 		}
 	case "tz":
 		loc, err := time.LoadLocation(value)

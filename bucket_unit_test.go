@@ -16,7 +16,7 @@ func TestBucketsTileTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, u := range []unit{hourly, daily, monthly} {
+		for _, u := range []unit{hourly, daily, weekly, monthly} {
 			b := &bucketing{unit: u, loc: loc}
 			from := time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC)
 			to := time.Date(2018, 1, 1, 0, 0, 0, 0, time.UTC)

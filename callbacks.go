@@ -107,8 +107,17 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 		_ = db.AddError(err)
 		return
 	}
-	if err := p.fill(p.fillSource(db), m, m.counters, rv, false); err != nil {
+	src := p.fillSource(db)
+	if err := p.fill(src, m, m.counters, rv, false); err != nil {
 		_ = db.AddError(err)
+		return
+	}
+	if len(m.extras) > 0 { // window:, series: and applied fields (extras.go)
+		key, _ := db.Get(onceKeySetting)
+		k, _ := key.(string)
+		if err := p.fillExtras(src, m, rv, k, false); err != nil {
+			_ = db.AddError(err)
+		}
 	}
 }
 

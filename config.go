@@ -36,6 +36,19 @@ type Config struct {
 	// (DefaultOnceTable).
 	OnceTable string
 
+	// OnceExpireAfter is how long AddOnce keeps a key when the call passes neither ExpireAfter nor
+	// KeepForever: after it the key counts as absent (AddOnce applies it again) and the Runner's
+	// PruneKeys deletes its row. Every live key is one row of the once table (a like is one row, kept
+	// as long as the like should count), so an application whose keys are request ids sets this to
+	// how long a client may retry, and gives likes KeepForever. Default: 0, keys are kept forever.
+	OnceExpireAfter time.Duration
+
+	// RequireRecords makes every write that takes a model check that its record exists first (one
+	// primary-key SELECT on the primary), returning ErrRecordNotFound and writing nothing when it does
+	// not; see MustExist, which turns it on or off per *gorm.DB. Default: false (a write to a missing
+	// record creates an orphan counter, which Sweep removes).
+	RequireRecords bool
+
 	// DisableAutoMigrate stops db.Use from creating or migrating the counter table; run
 	// slotted.Migrate from your own migration step instead. Default: false (migrate on db.Use).
 	DisableAutoMigrate bool
@@ -160,6 +173,9 @@ func (c Config) withDefaults(galera bool) (Config, error) {
 	}
 	if c.BatchTimeout < 0 {
 		return c, fmt.Errorf("%w: BatchTimeout %v", ErrInvalidConfig, c.BatchTimeout)
+	}
+	if c.OnceExpireAfter < 0 {
+		return c, fmt.Errorf("%w: OnceExpireAfter %v", ErrInvalidConfig, c.OnceExpireAfter)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

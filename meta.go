@@ -20,6 +20,7 @@ type modelMeta struct {
 	// columns are counter fields that gorm still maps to a column (no gorm:"-"):
 	// they are omitted from the model's INSERT, UPDATE and SELECT statements.
 	columns []string
+	extras  []*extraField // fields filled beside the counters: window:, series:, applied (extras.go)
 }
 
 // counter is one counter field of a model.
@@ -90,7 +91,11 @@ func (p *Plugin) writeTarget(db *gorm.DB, model any, name string) (*counter, ref
 	if err := pointerArg(model); err != nil {
 		return nil, reflect.Value{}, "", err
 	}
-	return p.target(db, model, name)
+	c, v, id, err := p.target(db, model, name)
+	if err == nil {
+		err = p.checkExists(db, v) // MustExist, Config.RequireRecords (exists.go)
+	}
+	return c, v, id, err
 }
 
 // target finds the counter and record_id of one model value (a struct or a
@@ -190,6 +195,13 @@ func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
 		if !ok {
 			continue
 		}
+		if e, ok, err := parseExtra(f, tag); ok {
+			if err != nil {
+				return &modelMeta{typ: m.typ, columns: m.columns}, fmt.Errorf("%s.%s: %w", s.Name, f.Name, err)
+			}
+			m.extras = append(m.extras, e)
+			continue
+		}
 		c, err := p.buildCounter(db, s, f, tag)
 		if err != nil {
 			return &modelMeta{typ: m.typ, columns: m.columns}, err
@@ -201,6 +213,9 @@ func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
 			m.byName[name] = c
 		}
 		m.counters = append(m.counters, c)
+	}
+	if err := m.resolveExtras(); err != nil {
+		return &modelMeta{typ: m.typ, columns: m.columns}, fmt.Errorf("%s: %w", s.Name, err)
 	}
 	if len(m.counters) == 0 {
 		return m, nil // a model without counters: callbacks skip it; the API reports ErrUnknownCounter

@@ -52,12 +52,16 @@ func (onceRow) TableName() string { return DefaultOnceTable }
 // OnceOption tunes one AddOnce or AddRefOnce call.
 type OnceOption func(*onceOptions)
 
-type onceOptions struct{ ttl time.Duration }
+type onceOptions struct {
+	ttl     time.Duration
+	forever bool // KeepForever: Config.OnceExpireAfter does not apply (once_read.go)
+}
 
 // ExpireAfter keeps the key for at least ttl (then AddOnce may apply it
 // again, and the Runner's PruneKeys deletes it). For retries of a request,
 // ttl is how long a client may go on retrying it; "one like per user" keeps
-// keys forever, the default. ttl must be positive.
+// keys forever, the default unless Config.OnceExpireAfter says otherwise
+// (then KeepForever). ttl must be positive.
 func ExpireAfter(ttl time.Duration) OnceOption { return func(o *onceOptions) { o.ttl = ttl } }
 
 // AddOnce adds delta to a counter, like Add, unless key was applied to this
@@ -198,8 +202,8 @@ func onceArgs(delta int64, key string, opts []OnceOption) (onceOptions, error) {
 // caller's transaction with the same statements inside one.
 func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key string, o onceOptions) (applied bool, err error) {
 	w := &onceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}}
-	if o.ttl > 0 {
-		at := time.Now().UTC().Add(o.ttl)
+	if ttl := o.expiry(p.cfg); ttl > 0 {
+		at := time.Now().UTC().Add(ttl)
 		w.row.ExpiresAt = &at
 	}
 	rows = dropZero(rows)

@@ -40,6 +40,11 @@ type Bucket struct {
 //	// SELECT `record_id`, SUM(`count`) FROM `slotted_counters` WHERE `record_type` IN
 //	//   ('posts.views@2026-11-17',...,'posts.views@2026-11-23') AND `record_id` = '42' GROUP BY `record_id`
 //
+// from == to is an empty window: 0, and no statement. A window reaching past
+// the keep: retention reads what is left of it; CountIn refuses such a window
+// with ErrPastRetention, and takes windows stated in buckets (LastDays(7),
+// ThisWeek()) instead of instants.
+//
 // A counter without the buckets: tag option, or a window of more than
 // MaxWindowBuckets buckets, returns ErrInvalidArgument.
 func CountBetween(db *gorm.DB, model any, counter string, from, to time.Time) (int64, error) {

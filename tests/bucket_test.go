@@ -530,9 +530,9 @@ func TestBucketWriteStatements(t *testing.T) {
 
 // TestBucketBadInput: bad tags, windows and arguments return their sentinel and write nothing.
 func TestBucketBadInput(t *testing.T) {
-	type weekly struct {
+	type fortnightly struct { // buckets:week is a unit since issue 20; fortnight is not
 		ID uint
-		X  int64 `gorm:"-" slotted:"x;buckets:week"`
+		X  int64 `gorm:"-" slotted:"x;buckets:fortnight"`
 	}
 	type nowhere struct {
 		ID uint
@@ -556,7 +556,7 @@ func TestBucketBadInput(t *testing.T) {
 	}
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		migratePages(t, db)
-		for _, model := range []any{&weekly{ID: 1}, &nowhere{ID: 1}, &keepZero{ID: 1}, &keepAlone{ID: 1}, &atSign{ID: 1}, &longType{ID: 1}} {
+		for _, model := range []any{&fortnightly{ID: 1}, &nowhere{ID: 1}, &keepZero{ID: 1}, &keepAlone{ID: 1}, &atSign{ID: 1}, &longType{ID: 1}} {
 			assert.ErrorIs(t, slotted.Increment(db, model, "x"), slotted.ErrInvalidConfig, "%T", model)
 		}
 		page := Page{Title: "a"}

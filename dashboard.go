@@ -1,0 +1,103 @@
+package slotted
+
+import (
+	"reflect"
+	"slices"
+
+	"gorm.io/gorm"
+)
+
+// Dashboards: the series of many records in one statement, and windows in
+// fields of their own (extras.go), so a page of 20 posts with a 7-day
+// sparkline each is one query, not 20.
+
+// SeriesMany returns the series of counter over window w for every record
+// in models (a slice or array of structs or pointers, or a pointer to one),
+// in the order the records appear there: out[i] is models[i]'s, oldest bucket
+// first, 0 where nothing was written. One statement reads 1000 records' worth
+// of buckets × records cells (10,000 cells at most), not one per record.
+//
+//	series, err := slotted.SeriesMany(db, &posts, "views", slotted.LastDays(7))
+//	// SELECT `record_type`,`record_id`,SUM(`count`) FROM `slotted_counters`
+//	//   WHERE `record_type` IN ('posts.views@2026-11-19',...) AND `record_id` IN ('1',...,'20')
+//	//   GROUP BY `record_type`,`record_id`
+//	// series[3][6].Count: posts[3]'s views today
+func SeriesMany(db *gorm.DB, models any, counter string, w Window) ([][]Bucket, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return nil, err
+	}
+	m, elem, err := p.modelsArg(db, models)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := m.bucketed([]string{counter})
+	if err != nil {
+		return nil, err
+	}
+	c := cs[0]
+	buckets, err := w.buckets(c.bucket, p.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	rs, err := m.records(elem, true)
+	if err != nil {
+		return nil, err
+	}
+	series, err := p.seriesOf(db, c, buckets, rs.ids)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]Bucket
+	eachStruct(elem, func(s reflect.Value) {
+		id, _ := m.key.id(s) // records checked every key
+		out = append(out, slices.Clone(series[id]))
+	})
+	return out, nil
+}
+
+// LoadWindows fills the window: and series: fields (extras.go) of every
+// record in models, the named ones (Go field or counter names) or all, as
+// auto-fill does after a query: one statement per field and 1000 records.
+//
+//	type Post struct {
+//		ID        uint
+//		Views     int64            `gorm:"-" slotted:"views;buckets:day"`
+//		ViewsWeek int64            `gorm:"-" slotted:"views;window:7d"`
+//		Spark     []slotted.Bucket `gorm:"-" slotted:"views;series:7d"`
+//	}
+//	slotted.LoadWindows(db, &posts) // ViewsWeek and Spark of 20 posts: 2 statements; Views keeps the all-time total
+func LoadWindows(db *gorm.DB, models any, fields ...string) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	m, elem, err := p.modelsArg(db, models)
+	if err != nil {
+		return err
+	}
+	return p.fillExtras(db, m, elem, "", true, fields...)
+}
+
+// seriesOf reads counter c's buckets for the records ids: one GROUP BY
+// record_type, record_id per chunk of windowCells cells.
+func (p *Plugin) seriesOf(db *gorm.DB, c *counter, buckets []bucket, ids []string) (map[string][]Bucket, error) {
+	types := bucketTypes(c, buckets)
+	cells := make(map[[2]string]int64, len(types))
+	for tchunk := range slices.Chunk(types, typeChunk) {
+		for ichunk := range slices.Chunk(ids, max(1, min(loadChunk, windowCells/len(tchunk)))) {
+			if err := p.sums(db, anys(tchunk), ichunk, cells); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make(map[string][]Bucket, len(ids))
+	for _, id := range ids {
+		s := make([]Bucket, len(buckets))
+		for i, b := range buckets {
+			s[i] = Bucket{Start: b.start, End: b.end, Count: cells[[2]string{types[i], id}]}
+		}
+		out[id] = s
+	}
+	return out, nil
+}

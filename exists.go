@@ -1,0 +1,69 @@
+package slotted
+
+import (
+	"fmt"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Writes to missing records. A counter needs no row of its parent: Add to
+// post 999 that does not exist succeeds and leaves an orphan counter (Sweep
+// finds it). An API that answers 404 needs the record looked up anyway, and
+// MustExist (or Config.RequireRecords) makes the write do it: one primary-key
+// SELECT of the record on the primary before the write, honouring the
+// model's soft delete, and ErrRecordNotFound without writing anything when
+// the record is missing.
+//
+// It is a guard, not a constraint: a record deleted between the check and the
+// write (outside a transaction, or by a transaction that commits first) still
+// gets its counter written after its delete removed the others. Sweep
+// removes those.
+
+// ErrRecordNotFound: the record a write under MustExist (or Config.RequireRecords) names does not exist
+// (or is soft-deleted); nothing was written. It wraps gorm.ErrRecordNotFound, so handlers that answer
+// 404 on gorm's error answer it for this one too.
+var ErrRecordNotFound = fmt.Errorf("slotted: the record does not exist: %w", gorm.ErrRecordNotFound)
+
+const mustExistSetting = "slotted:must_exist"
+
+// MustExist makes the writes run on the returned *gorm.DB (Add, Increment,
+// AddOnce, RemoveOnce, AddEach, Buffer.Add: the writes that take a model)
+// check that the record exists first, returning ErrRecordNotFound otherwise.
+// MustExist(db, false) turns Config.RequireRecords off for them. Writes named
+// by Ref have no table to look in and are never checked.
+//
+//	err := slotted.Increment(slotted.MustExist(db), &Post{ID: 999}, "likes")
+//	// SELECT `id` FROM `posts` WHERE `posts`.`id` = 999 LIMIT 1
+//	// errors.Is(err, gorm.ErrRecordNotFound): answer 404; nothing was written
+func MustExist(db *gorm.DB, on ...bool) *gorm.DB {
+	return db.Set(mustExistSetting, len(on) == 0 || on[0])
+}
+
+// checkExists returns ErrRecordNotFound when the write's record v is missing
+// and the check is on for db.
+func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
+	on := p.cfg.RequireRecords
+	if s, ok := db.Get(mustExistSetting); ok {
+		on, _ = s.(bool)
+	}
+	if !on {
+		return nil
+	}
+	m, err := p.metaOfType(db, v.Type())
+	if err != nil {
+		return err
+	}
+	var found []string
+	err = WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).
+		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Value: m.key.value(v)}).
+		Limit(1).Pluck(m.key.column, &found).Error
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return fmt.Errorf("%w: %s %v", ErrRecordNotFound, m.typ, m.key.value(v))
+	}
+	return nil
+}

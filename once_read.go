@@ -1,0 +1,210 @@
+package slotted
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Reads of the once table (once.go): "has this user liked it?" for one
+// record or a page of them, and "who liked it?" a page at a time. A key that
+// expired (ExpireAfter, Config.OnceExpireAfter) counts as absent, as it does
+// for AddOnce. These reads follow the caller's routing: under dbresolver
+// they go to a replica, which may not have the key a user applied a moment
+// ago; pass dbresolver.Write to read your own writes.
+
+// MaxKeysPage bounds OnceKeys' limit.
+const MaxKeysPage = 10000
+
+const onceKeySetting = "slotted:once_key"
+
+// WithOnceKey makes auto-fill (and LoadApplied) fill the model's applied
+// fields (`slotted:"likes;applied"`) for key: one statement per field and
+// 1000 records, whether key was applied to each record's counter.
+//
+//	slotted.WithOnceKey(db, "user:7").Find(&posts) // posts[i].Liked: user 7 liked posts[i]
+func WithOnceKey(db *gorm.DB, key string) *gorm.DB { return db.Set(onceKeySetting, key) }
+
+// Applied reports whether key was applied to this record's counter by
+// AddOnce (and not removed by RemoveOnce, nor expired).
+//
+//	liked, err := slotted.Applied(db, &post, "likes", "user:7")
+//	// SELECT `record_id` FROM `slotted_once` WHERE `record_type` = 'posts.likes' AND `op_key` = 'user:7'
+//	//   AND `record_id` IN ('42') AND (`expires_at` IS NULL OR `expires_at` > '2026-...')
+func Applied(db *gorm.DB, model any, counter, key string) (bool, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return false, err
+	}
+	c, _, id, err := p.target(db, model, counter)
+	if err != nil {
+		return false, err
+	}
+	if err := checkOnceKey(key); err != nil {
+		return false, err
+	}
+	got, err := p.appliedKeys(db, c.recordType, []string{id}, key)
+	return got[id], err
+}
+
+// AppliedMany is Applied for every record in models (a slice or array of
+// structs or pointers, or a pointer to one), in their order, with one
+// statement per 1000 records: the "liked by me" flags of a page of posts.
+//
+//	liked, err := slotted.AppliedMany(db, &posts, "likes", "user:7") // liked[i]: posts[i]
+func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return nil, err
+	}
+	m, elem, err := p.modelsArg(db, models)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.counter(counter)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOnceKey(key); err != nil {
+		return nil, err
+	}
+	rs, err := m.records(elem, true)
+	if err != nil {
+		return nil, err
+	}
+	got, err := p.appliedKeys(db, c.recordType, rs.ids, key)
+	if err != nil {
+		return nil, err
+	}
+	var out []bool
+	eachStruct(elem, func(s reflect.Value) {
+		id, _ := m.key.id(s) // records checked every key
+		out = append(out, got[id])
+	})
+	return out, nil
+}
+
+// LoadApplied fills the applied fields (`slotted:"likes;applied"`) of every
+// record in models for key: the named ones (Go field or counter names) or
+// all. See WithOnceKey for the same in auto-fill.
+func LoadApplied(db *gorm.DB, models any, key string, fields ...string) error {
+	p, err := pluginOf(db)
+	if err != nil {
+		return err
+	}
+	m, elem, err := p.modelsArg(db, models)
+	if err != nil {
+		return err
+	}
+	if err := checkOnceKey(key); err != nil {
+		return err
+	}
+	var applied []string
+	for _, e := range m.extras {
+		if e.kind == extraApplied && (len(fields) == 0 || containsName(fields, e.name, e.counter)) {
+			applied = append(applied, e.name)
+		}
+	}
+	if len(applied) == 0 {
+		return fmt.Errorf("%w: %s has no applied field (`slotted:\"<counter>;applied\"`)%s", ErrUnknownCounter, m.typ, namesSuffix(fields))
+	}
+	return p.fillExtras(db, m, elem, key, true, applied...)
+}
+
+func namesSuffix(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" named %q", names)
+}
+
+// OnceKeys returns a page of the keys applied to this record's counter
+// ("who liked it?"), in ascending order of the key as the database compares
+// it (bytes on MySQL/MariaDB and SQLite; the column's collation on
+// PostgreSQL): the first limit keys after the key after ("" for the first
+// page). Pass the last key of a page as after to get the next one; a page
+// shorter than limit is the last. Keyset pages are stable under concurrent
+// AddOnce and RemoveOnce: a key there all along is returned exactly once.
+// limit must be 1..MaxKeysPage.
+//
+//	keys, err := slotted.OnceKeys(db, &post, "likes", "", 20)
+//	// SELECT `op_key` FROM `slotted_once` WHERE `record_type` = 'posts.likes' AND `record_id` = '42'
+//	//   AND (`expires_at` IS NULL OR `expires_at` > '2026-...') AND `op_key` > '' ORDER BY `op_key` LIMIT 20
+//	next, err := slotted.OnceKeys(db, &post, "likes", keys[len(keys)-1], 20)
+func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]string, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return nil, err
+	}
+	c, _, id, err := p.target(db, model, counter)
+	if err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > MaxKeysPage {
+		return nil, fmt.Errorf("%w: OnceKeys' limit %d not in 1..%d", ErrInvalidArgument, limit, MaxKeysPage)
+	}
+	if after != "" {
+		if err := checkKey("OnceKeys' after", after); err != nil {
+			return nil, err
+		}
+	}
+	opKey := clause.Column{Name: "op_key"}
+	var keys []string
+	err = routed(db).Table(p.cfg.OnceTable).
+		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.recordType}).
+		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: id}).
+		Where(live(time.Now())).
+		Where(clause.Gt{Column: opKey, Value: after}).
+		Order(clause.OrderByColumn{Column: opKey}).Limit(limit).Pluck("op_key", &keys).Error
+	return keys, err
+}
+
+// live selects keys that have not expired at now.
+func live(now time.Time) clause.Expression {
+	at := clause.Column{Name: "expires_at"}
+	return clause.Or(clause.Eq{Column: at, Value: nil}, clause.Gt{Column: at, Value: now.UTC()})
+}
+
+// appliedKeys returns which of the records ids have key applied to counter
+// recordType, one statement per 1000 ids.
+func (p *Plugin) appliedKeys(db *gorm.DB, recordType string, ids []string, key string) (map[string]bool, error) {
+	out := make(map[string]bool)
+	now := time.Now()
+	for chunk := range slices.Chunk(ids, loadChunk) {
+		var found []string
+		err := routed(db).Table(p.cfg.OnceTable).
+			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: recordType}).
+			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
+			Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: anys(chunk)}).
+			Where(live(now)).Pluck("record_id", &found).Error
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range found {
+			out[id] = true
+		}
+	}
+	return out, nil
+}
+
+// KeepForever keeps the key until RemoveOnce deletes it, whatever
+// Config.OnceExpireAfter says: a like, a vote, anything one user may do once
+// for good. It overrides an ExpireAfter given before it in the same call.
+//
+//	slotted.AddOnce(db, &post, "likes", 1, "user:7", slotted.KeepForever())
+func KeepForever() OnceOption {
+	return func(o *onceOptions) { o.ttl, o.forever = 0, true }
+}
+
+// expiry is how long a key of this call is kept: ExpireAfter's ttl, else
+// Config.OnceExpireAfter unless KeepForever; 0 is forever.
+func (o onceOptions) expiry(cfg Config) time.Duration {
+	if o.ttl > 0 || o.forever {
+		return o.ttl
+	}
+	return cfg.OnceExpireAfter
+}
