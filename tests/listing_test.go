@@ -409,5 +409,3 @@ func ids0(ls []Listed) []uint {
 	}
 	return out
 }
-
-
