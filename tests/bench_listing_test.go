@@ -136,6 +136,10 @@ func BenchmarkListing(b *testing.B) {
 				}},
 				{"trending-week/first", 2, func() (*slotted.Page[BenchListing], error) { return trend(slotted.TrendOptions{}) }},
 				{"trending-week/cursor@50%", 2, func() (*slotted.Page[BenchListing], error) { return trend(slotted.TrendOptions{After: trendDeep}) }},
+				{"TopBetween-week(flat)", 2, func() (*slotted.Page[BenchListing], error) {
+					top, err := slotted.TopBetween(db, &BenchListing{}, "views", 20, time.Date(2026, 11, 17, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC))
+					return &slotted.Page[BenchListing]{Items: top}, err
+				}},
 			}
 			for range b.N {
 				for _, c := range cases {

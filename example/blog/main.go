@@ -45,10 +45,10 @@ import (
 // the likes' cache column, which the fast listing sorts by (rolled up by a
 // Runner every -rollup).
 type Post struct {
-	ID         uint
+	ID         uint  `gorm:"primaryKey;index:idx_blog_posts_likes,priority:2"`
 	Title      string
 	Likes      int64 `gorm:"-" slotted:"likes;cache:likes_count"`
-	LikesCount int64 `gorm:"index:idx_blog_posts_likes,priority:1"` // with the key (InnoDB appends it; PostgreSQL and SQLite need it named)
+	LikesCount int64 `gorm:"index:idx_blog_posts_likes,priority:1"` // (likes_count, id): the fast listing's order and cursor
 	Views      int64 `gorm:"-" slotted:"views;buckets:day;keep:30"`
 	Comments   int64 `gorm:"-" slotted:"comments"`
 	Thread     []Comment
