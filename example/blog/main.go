@@ -45,7 +45,7 @@ import (
 // the likes' cache column, which the fast listing sorts by (rolled up by a
 // Runner every -rollup).
 type Post struct {
-	ID         uint  `gorm:"primaryKey;index:idx_blog_posts_likes,priority:2"`
+	ID         uint `gorm:"primaryKey;index:idx_blog_posts_likes,priority:2"`
 	Title      string
 	Likes      int64 `gorm:"-" slotted:"likes;cache:likes_count"`
 	LikesCount int64 `gorm:"index:idx_blog_posts_likes,priority:1"` // (likes_count, id): the fast listing's order and cursor
