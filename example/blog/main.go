@@ -133,6 +133,8 @@ func run(dsn, addr string, numPosts int, rollup time.Duration, check bool, clien
 	defer sqlDB.Close()
 	if db.Dialector.Name() != "sqlite" {
 		sqlDB.SetMaxOpenConns(8) // PostgreSQL's max_connections (100) is shared
+	} else {
+		sqlDB.SetMaxOpenConns(4) // one writer at a time anyway: fewer connections waiting on the lock, less time in busy waits
 	}
 	if err := db.Migrator().DropTable(&Comment{}, &Post{}, counterTable, onceTable); err != nil {
 		return fmt.Errorf("dropping the blog's tables: %w", err)
