@@ -3,6 +3,7 @@ package tests
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -408,4 +410,56 @@ func ids0(ls []Listed) []uint {
 		out[i] = l.ID
 	}
 	return out
+}
+
+// TestListKeyKinds pages listings of UUID and string keys by cursor against the brute force.
+func TestListKeyKinds(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		docs, tags := map[string]int64{}, map[string]int64{}
+		var docIDs, tagIDs []string
+		for i := range 13 {
+			d := Doc{ID: uuid.New()}
+			require.NoError(t, db.Create(&d).Error)
+			require.NoError(t, slotted.Add(db, &d, "reads", int64(i%4)))
+			docs[d.ID.String()] = int64(i % 4)
+			docIDs = append(docIDs, d.ID.String())
+			g := Tag{Name: fmt.Sprintf("tag-%02d", i)}
+			require.NoError(t, db.Create(&g).Error)
+			require.NoError(t, slotted.Add(db, &g, "uses", int64(i%3)))
+			tags[g.Name] = int64(i % 3)
+			tagIDs = append(tagIDs, g.Name)
+		}
+		// The databases order UUIDs and ASCII names as their text here.
+		want := func(ids []string, total map[string]int64) []string {
+			out := slices.Clone(ids)
+			slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(total[b], total[a]), cmp.Compare(b, a)) })
+			return out
+		}
+		var got []string
+		opts := slotted.ListOptions{Limit: 4}
+		for {
+			page, err := slotted.List(db, &Doc{}, "reads", opts)
+			require.NoError(t, err)
+			for i, d := range page.Items {
+				got = append(got, d.ID.String())
+				require.Equal(t, docs[d.ID.String()], page.Totals[i])
+			}
+			if opts.After = page.Next; page.Next == "" {
+				break
+			}
+		}
+		require.Equal(t, want(docIDs, docs), got)
+		got, opts = nil, slotted.ListOptions{Limit: 4}
+		for {
+			page, err := slotted.List(db, &Tag{}, "uses", opts)
+			require.NoError(t, err)
+			for _, g := range page.Items {
+				got = append(got, g.Name)
+			}
+			if opts.After = page.Next; page.Next == "" {
+				break
+			}
+		}
+		require.Equal(t, want(tagIDs, tags), got)
+	})
 }
