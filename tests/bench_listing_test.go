@@ -124,7 +124,7 @@ func BenchmarkListing(b *testing.B) {
 				fn   func() (*slotted.Page[BenchListing], error)
 			}{
 				{"fast/first", reps, func() (*slotted.Page[BenchListing], error) { return list(slotted.ListOptions{Read: slotted.ReadFast}) }},
-				{"fast/first(no fill)", reps, func() (*slotted.Page[BenchListing], error) {
+				{"fast/first-nofill", reps, func() (*slotted.Page[BenchListing], error) {
 					return slotted.List(slotted.WithoutFill(db), &BenchListing{}, "likes", slotted.ListOptions{Limit: 20, Read: slotted.ReadFast})
 				}},
 				{"fast/cursor@50%", reps, func() (*slotted.Page[BenchListing], error) {
