@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,6 +234,17 @@ func runCheck(base string, clk *clock, posts []Post, clients, users int) error {
 			c.failf("trending: score %v after %v", scores[k], scores[k-1])
 		}
 	}
+	// The HTML page: the trending list and the listing, with their sparklines.
+	c.requests.Add(1)
+	if resp, err := c.http.Get(c.base + "/"); err != nil {
+		c.failf("GET /: %v", err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.Count(string(body), "<svg") != min(5, len(c.posts))+min(10, len(c.posts)) {
+			c.failf("GET /: status %d, %d sparklines", resp.StatusCode, strings.Count(string(body), "<svg"))
+		}
+	}
 	var views, likes, comments int64
 	for i := range c.posts {
 		likes, comments = likes+c.likes[i], comments+c.comments[i]
@@ -248,7 +260,7 @@ func runCheck(base string, clk *clock, posts []Post, clients, users int) error {
 		}
 		return fmt.Errorf("check failed: %d mismatches", len(c.mismatches))
 	}
-	fmt.Println("check: every figure matches the tally (post pages, exact and fast listings, trending)")
+	fmt.Println("check: every figure matches the tally (post pages, exact and fast listings, trending, the HTML page)")
 	return nil
 }
 
