@@ -30,6 +30,6 @@ var (
 
 // ErrInvalidArgument: an argument of a windowed read, Top or an ordering scope is out of range: a window
 // that ends before it starts or holds more than MaxWindowBuckets buckets, a counter without buckets: where
-// a window needs them, a sort direction other than ASC or DESC, a comparison operator, an N below 1, or a
-// Ref.Slots outside 0..MaxSlots.
+// a window needs them, a sort direction other than ASC or DESC, a comparison operator, an N below 1, a
+// Ref.Slots outside 0..MaxSlots, or a listing's page options or cursor (List, Trending).
 var ErrInvalidArgument = errors.New("slotted: invalid argument")

@@ -29,7 +29,8 @@ import (
 // Cost: the database sums the counter's every slot row (all records) before
 // sorting, one pass over the rows of one record_type in key order; see
 // BENCHMARKS.md. A counter with a cache: column sorts faster by that column
-// (db.Order("likes_count DESC")), as Top does.
+// (db.Order("likes_count DESC")), as Top does. So these scopes are the exact
+// path; List chooses between exact and fast and pages by cursor (listing.go).
 
 // OrderBy returns a scope that sorts model's records by a counter's total,
 // direction "ASC" or "DESC" (any case). Any other direction is rejected with

@@ -32,6 +32,10 @@ type RefTotal struct {
 // Without a cache column the database sums all the counter's slot rows first:
 // its cost grows with the rows of the counter, not with n (BENCHMARKS.md).
 // Records without counter rows rank as 0. n < 1 is ErrInvalidArgument.
+//
+// Top is the first page of List with ReadAuto: fast by the cache column when
+// there is one, exact otherwise. For the other path, or for pages after the
+// first (offsets, cursors), call List (listing.go, docs/listings.md).
 func Top[T any](db *gorm.DB, model *T, counter string, n int) ([]T, error) {
 	return top(db, model, counter, n, nil)
 }

@@ -1,0 +1,158 @@
+package slotted
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// MaxTrendBuckets bounds TrendOptions.Buckets: each bucket is one branch of
+// the score's CASE.
+const MaxTrendBuckets = 1000
+
+// trendScale is the weight of a write in the current bucket. Weights are
+// integers so that scores sum, compare and page exactly and alike on every
+// database (no floating point in SQL, no POW/EXP dialect functions).
+const trendScale = 1_000_000
+
+// TrendOptions is one page of Trending.
+type TrendOptions struct {
+	// Buckets is the window: the current bucket and the Buckets-1 before it, 1..MaxTrendBuckets.
+	Buckets int
+	// HalfLife, in buckets (> 0): a write HalfLife buckets older than the
+	// current bucket weighs half as much as one in it, 2×HalfLife a quarter.
+	// Ages count buckets, not hours, so a 23- or 25-hour day (daylight saving
+	// time) weighs as any day.
+	HalfLife float64
+	// At places the current bucket: the bucket holding At. Zero: Config.Now().
+	// Pages after the first (After) keep their first page's current bucket, so
+	// a listing paged across midnight does not reshuffle.
+	At time.Time
+	// Limit, Offset and After page as in ListOptions.
+	Limit  int
+	Offset int
+	After  string
+}
+
+// Trending returns one page of model's records ranked by a bucketed counter's
+// decayed score, highest first (ties: the larger key first):
+//
+//	score = Σ count(bucket) × 0.5^(age(bucket) / HalfLife)
+//
+// over the last Buckets buckets, age 0 being the current one:
+//
+//	hot, err := slotted.Trending(db, &Post{}, "views", slotted.TrendOptions{Buckets: 7, HalfLife: 1, Limit: 10})
+//	// hot.Items: []Post, their Views holding the 7 days' plain total; hot.Scores: the decayed scores
+//	// SELECT `posts`.`id`, COALESCE(`slotted_views_rank`.`slotted_total`, 0) AS slotted_sort FROM `posts`
+//	// LEFT JOIN (SELECT `record_id` AS slotted_id, SUM(CASE `record_type` WHEN 'posts.views@2026-11-23' THEN 1000000 * `count`
+//	//   WHEN 'posts.views@2026-11-22' THEN 500000 * `count` ... END) AS slotted_total FROM `slotted_counters`
+//	//   WHERE `record_type` IN (...) GROUP BY `record_id`) `slotted_views_rank` ON ... ORDER BY slotted_sort DESC, `posts`.`id` DESC LIMIT 11
+//
+// The weights are computed in Go (0.5^(age/HalfLife), scaled to integers of
+// 1,000,000 and rounded; buckets whose weight rounds to 0 are left out) and
+// bound as parameters, so the SQL is the same on every database. Scores are
+// exact sums of those integers divided by 1,000,000; a record's weighted sum
+// must stay within int64 (over 9×10^12 writes in the window).
+//
+// Pagination (After, Offset), db's conditions and the two statements are
+// List's. Cost: one pass over every row of the window's buckets plus a sort
+// of one score per record, as TopBetween (BENCHMARKS.md); compacting closed
+// buckets (MaintainBuckets) keeps that to one row per record and bucket.
+func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (*Page[T], error) {
+	p, _, c, err := rankArgs(db, model, counter, max(opts.Limit, 1), "Trending")
+	if err != nil {
+		return nil, err
+	}
+	m, _ := p.modelArg(db, model)
+	switch {
+	case c.bucket == nil:
+		return nil, notBucketed(c)
+	case opts.Buckets < 1 || opts.Buckets > MaxTrendBuckets:
+		return nil, fmt.Errorf("%w: TrendOptions.Buckets %d (want 1..%d)", ErrInvalidArgument, opts.Buckets, MaxTrendBuckets)
+	case !(opts.HalfLife > 0) || math.IsInf(opts.HalfLife, 1):
+		return nil, fmt.Errorf("%w: TrendOptions.HalfLife %v (want > 0 buckets)", ErrInvalidArgument, opts.HalfLife)
+	}
+	r := ranking{m: m, c: c, read: ReadExact, limit: opts.Limit, offset: opts.Offset, after: opts.After}
+	r.fingerprint = fmt.Sprintf("trend|%s|%d|%g", c.recordType, opts.Buckets, opts.HalfLife)
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	cur, err := r.cursor()
+	if err != nil {
+		return nil, err
+	}
+	at := opts.At
+	switch {
+	case cur != nil && cur.Anchor != 0:
+		at = time.Unix(0, cur.Anchor)
+	case at.IsZero():
+		at = p.cfg.Now()
+	}
+	now := c.bucket.of(at)
+	r.anchor = now.start.UnixNano()
+	types, weights := trendWeights(c, now, opts.Buckets, opts.HalfLife)
+	r.sub = p.scores(db, types, weights)
+	page, err := rank(p, db, model, &r)
+	if err != nil {
+		return nil, err
+	}
+	page.Scores = make([]float64, len(page.Totals))
+	for i, t := range page.Totals {
+		page.Scores[i] = float64(t) / trendScale
+	}
+	page.Totals = nil
+	if len(page.Items) == 0 {
+		return page, nil
+	}
+	oldest := c.bucket.back(now, opts.Buckets-1)
+	return page, LoadBetween(db, &page.Items, oldest.start, now.end, counter)
+}
+
+// trendWeights lists the window's bucket record_types, newest first, and
+// their integer weights; it stops at the first weight that rounds to 0.
+func trendWeights(c *counter, now bucket, n int, halfLife float64) ([]string, []int64) {
+	var (
+		types   []string
+		weights []int64
+	)
+	b := now
+	for age := range n {
+		w := int64(math.Round(trendScale * math.Exp2(-float64(age)/halfLife)))
+		if w == 0 {
+			break
+		}
+		types, weights = append(types, bucketType(c.recordType, b.label)), append(weights, w)
+		b = c.bucket.back(b, 1)
+	}
+	return types, weights
+}
+
+// scores is totals with each bucket's rows weighted:
+//
+//	SELECT record_id AS slotted_id, SUM(CASE record_type WHEN ? THEN ? * count ... END) AS slotted_total
+//	FROM slotted_counters WHERE record_type IN (...) GROUP BY record_id
+//
+// The weight multiplies inside each branch: PostgreSQL types a CASE whose
+// branches are all parameters as text, but `? * count` as count's bigint.
+func (p *Plugin) scores(db *gorm.DB, types []string, weights []int64) *gorm.DB {
+	var sb strings.Builder
+	vars := make([]any, 0, 2+3*len(types))
+	sb.WriteString("? AS slotted_id, SUM(CASE ?")
+	vars = append(vars, clause.Column{Name: "record_id"}, clause.Column{Name: "record_type"})
+	for i, t := range types {
+		sb.WriteString(" WHEN ? THEN ? * ?")
+		vars = append(vars, t, weights[i], clause.Column{Name: "count"})
+	}
+	sb.WriteString(" END) AS slotted_total")
+	sel := sb.String()
+	if p.dialect.bigResult && len(types) > 1 {
+		sel = "SQL_BIG_RESULT " + sel // as totals: a window's rows group by sorting on MySQL
+	}
+	return routed(db).Table(p.cfg.Table).Select(sel, vars...).
+		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: anys(types)}).
+		Group("record_id")
+}
