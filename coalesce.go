@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -59,6 +60,8 @@ type coalescer struct {
 	dead    bool        // removed from p.coalescers: callers look it up again
 	pending []*waiter   // queued callers, oldest first; empty unless leaders == MaxInFlight
 	index   map[Ref]int // take's scratch: a counter's row in the batch
+
+	lingering lingerState // Config.Linger (linger.go)
 }
 
 type waiterState uint8
@@ -142,14 +145,28 @@ func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again boo
 	}
 	if c.leaders < c.p.cfg.MaxInFlight {
 		c.leaders++
+		if c.company() { // Config.Linger: lead a batch, lingering for the last statement's callers (linger.go)
+			w := &waiter{db: db, ctx: contextOf(db), ref: ref, slots: slots, delta: delta, lead: true, done: make(chan error, 1)}
+			c.pending = append(c.pending, w)
+			c.p.batching.waiting.Add(1)
+			c.mu.Unlock()
+			return false, c.lead(w)
+		}
 		c.mu.Unlock()
 		defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
 		c.p.batching.record(1, 1)
+		if c.p.cfg.Linger > 0 {
+			start := time.Now()
+			err := c.p.upsertOne(db, c.key.pool, false, ref.Type, ref.ID, slots, delta)
+			c.took(1, time.Since(start))
+			return false, err
+		}
 		return false, c.p.upsertOne(db, c.key.pool, false, ref.Type, ref.ID, slots, delta)
 	}
 	w := &waiter{db: db, ctx: contextOf(db), ref: ref, slots: slots, delta: delta, done: make(chan error, 1)}
 	c.pending = append(c.pending, w)
 	c.p.batching.waiting.Add(1)
+	c.arrived()
 	c.mu.Unlock()
 
 	select {
@@ -207,6 +224,7 @@ func (c *coalescer) alone(w *waiter, err error) error {
 func (c *coalescer) lead(w *waiter) error { return c.alone(w, c.leadBatch(w)) }
 
 func (c *coalescer) leadBatch(w *waiter) error {
+	c.linger(w)
 	c.mu.Lock()
 	if err := w.ctx.Err(); err != nil {
 		c.remove(w)
@@ -297,6 +315,9 @@ func (c *coalescer) endTurn() {
 // other callers' writes, so it runs on a context none of them can cancel
 // (keeping the leader's values, such as trace spans), bounded by BatchTimeout.
 func (c *coalescer) write(w *waiter, rows []batchRow, callers int) error {
+	if c.p.cfg.Linger > 0 {
+		defer func(start time.Time) { c.took(callers, time.Since(start)) }(time.Now())
+	}
 	if callers == 1 {
 		return c.p.upsertOne(w.db, c.key.pool, false, w.ref.Type, w.ref.ID, w.slots, w.delta)
 	}

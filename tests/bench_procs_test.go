@@ -30,13 +30,13 @@ import (
 // BenchmarkProcsPaired measures what many app instances get: separate OS processes (this test binary run
 // again as TestProcsBenchChild), each with its own connection pool and, for the plugin, its own coalescer,
 // all writing one hot record. The sides, in a new random order every round, all processes at once:
-//   - coalesced:  slotted.Increment with coalescing (the default), 100 slots;
+//   - coalesced:  slotted.Increment with coalescing and its Linger (the defaults), 100 slots;
 //   - per-op:     slotted.Increment with DisableCoalescing (one upsert per call), 100 slots;
 //   - raw:        the hand-written prepared upsert at a random slot of 100, through database/sql;
 //   - single-row: UPDATE bench_posts SET plain = plain + 1 WHERE id = ?, prepared.
 //
 // SLOTTED_BENCH_PROC_EXTRA adds plugin sides, each "coalesced" followed by options: /s<N> slots,
-// /d<N> MaxInFlight, /l<duration> Linger (e.g. "coalesced/s1,coalesced/l1ms"). SLOTTED_BENCH_PROC_SHAPES
+// /d<N> MaxInFlight, /l<duration> or /loff Linger (e.g. "coalesced/s1,coalesced/loff"). SLOTTED_BENCH_PROC_SHAPES
 // lists processes x writers per process (default "2x8,8x8,16x8"). Each process's pool holds
 // min(writers, 72/processes) connections, so that 16 processes stay under 80 connections (PostgreSQL's
 // max_connections is shared). Windows of SLOTTED_BENCH_WINDOW_MS (default 1000), SLOTTED_BENCH_ROUNDS rounds
@@ -594,7 +594,13 @@ func poolDialector(name string, pool *sql.DB) gorm.Dialector {
 	return sqliteOn(pool)
 }
 
-// setLinger sets Config.Linger from a side's /l option.
+// setLinger sets Config.Linger from a side's /l option: a duration, or off.
 func setLinger(cfg *slotted.Config, s string) error {
-	return fmt.Errorf("no Config.Linger yet (%q)", s)
+	if s == "off" {
+		cfg.Linger = -1
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	cfg.Linger = d
+	return err
 }
