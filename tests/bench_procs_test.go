@@ -38,8 +38,8 @@ import (
 // SLOTTED_BENCH_PROC_EXTRA adds plugin sides, each "coalesced" followed by options: /s<N> slots,
 // /d<N> MaxInFlight, /l<duration> or /loff Linger (e.g. "coalesced/s1,coalesced/loff"). SLOTTED_BENCH_PROC_SHAPES
 // lists processes x writers per process (default "2x8,8x8,16x8"). Each process's pool holds
-// min(writers, 72/processes) connections, so that 16 processes stay under 80 connections (PostgreSQL's
-// max_connections is shared). Windows of SLOTTED_BENCH_WINDOW_MS (default 1000), SLOTTED_BENCH_ROUNDS rounds
+// min(writers, SLOTTED_BENCH_PROC_CONNS/processes) connections (default 72, so that 16 processes stay under
+// 80 connections on a PostgreSQL whose max_connections of 100 is shared). Windows of SLOTTED_BENCH_WINDOW_MS (default 1000), SLOTTED_BENCH_ROUNDS rounds
 // (default 5); every counter's total is checked exactly afterwards. It reports the median ops/s of each side,
 // the median per-round ratios, and a profile of each side (b.Log): mean writes per statement, statements
 // (commits) per second, p50/p99 call latency, client CPU per write (all processes, user+system), and lock
@@ -183,7 +183,7 @@ func runProcs(b *testing.B, name string, specs []string, procs, writers, rounds 
 		}
 	}
 
-	pool := max(1, min(writers, 72/procs))
+	pool := max(1, min(writers, envInt("SLOTTED_BENCH_PROC_CONNS", 72)/procs))
 	children := startProcChildren(b, name, specs, procs, writers, pool)
 	want := map[string]int64{}
 	for _, s := range sides { // warm-up: connections opened, statements prepared; counted in the totals
