@@ -69,3 +69,34 @@ func TestInstancesFlag(t *testing.T) {
 	_, err = newSweep(o)
 	assert.True(t, errors.Is(err, errUsage), "SQLite has one writer: %v", err)
 }
+
+// TestRecommendForInstances: with several instances the pick's median is within 10% of the best's, even
+// when the round-by-round test, with spreads as wide as many processes make, would admit fewer slots.
+func TestRecommendForInstances(t *testing.T) {
+	cell := func(slots int, rates ...float64) Cell {
+		c := Cell{Workers: 5, Slots: slots}
+		for i, r := range rates {
+			c.add(&measured{sample: Sample{Round: i + 1, Ops: 1, Seconds: 1 / r, OpsPerSec: r, Exact: true}})
+		}
+		return c
+	}
+	// Medians as measured on PostgreSQL, 8 instances x 5 writers; rounds spread so that 16 slots pass the
+	// round test against 256.
+	cells := []Cell{
+		cell(0, 336, 700, 768, 900, 1061),
+		cell(1, 2545, 3000, 3671, 4000, 4168),
+		cell(16, 7000, 7600, 7670, 7700, 8000),
+		cell(64, 6420, 8000, 8830, 10000, 11304),
+		cell(256, 6000, 7800, 10604, 12000, 15000),
+	}
+	one := recommendFor(cells, 5, dialectPostgres)
+	require.True(t, one.PaysOff)
+	many := recommendForInstances(cells, 8, 5, dialectPostgres)
+	assert.True(t, many.PaysOff)
+	assert.Equal(t, 256, many.BestSlots)
+	assert.GreaterOrEqual(t, many.OpsPerSec, 0.9*many.BestOpsPerSec, "picked %d slots", many.Slots)
+	assert.Contains(t, many.Summary, "At 8 app instances × 5 writers each (40 in all")
+	assert.Contains(t, many.Summary, "use "+plural(many.Slots, "slot"))
+	assert.Equal(t, 16, one.Slots, "one process's rule: the fewest slots that pass the round test")
+	assert.Equal(t, 256, many.Slots, "64 slots' median is 17% below the best's")
+}
