@@ -128,7 +128,7 @@ func (p *Plugin) execRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, 
 		}
 		vals = make([]any, 0, len(order)*len(rows))
 		for _, r := range rows {
-			vals = appendArgs(vals, order, r.ref.Type, r.ref.ID, rand.IntN(r.slots), r.delta, "")
+			vals = appendArgs(vals, order, r.ref.Type, r.ref.ID, rand.IntN(r.slots), r.delta)
 		}
 	}
 	return overflowed(execRendered(db, pool, ctx, query, vals).Error)

@@ -41,15 +41,15 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 	}
 	var (
 		v     reflect.Value
+		id    string
 		moves []move
-		rows  []batchRow
 	)
 	for _, name := range names {
-		c, sv, id, err := p.writeTarget(db, model, name, "AddEach")
+		c, sv, cid, err := p.writeTarget(db, model, name)
 		if err != nil {
 			return err
 		}
-		v = sv
+		v, id = sv, cid
 		d := deltas[name]
 		if d == 0 {
 			continue
@@ -57,16 +57,20 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 		i := slices.IndexFunc(moves, func(m move) bool { return m.c == c })
 		if i < 0 {
 			moves = append(moves, move{c, d})
-			rows = append(rows, batchRow{ref: Ref{Type: c.recordType, ID: id}, slots: c.slots, delta: d})
 			continue
 		}
 		sum, ok := mergeDelta(moves[i].delta, d)
 		if !ok {
 			return fmt.Errorf("%w: counter %q", ErrDeltaOverflow, c.name)
 		}
-		moves[i].delta, rows[i].delta = sum, sum
+		moves[i].delta = sum
 	}
-	if err := p.writeRows(db, rows); err != nil {
+	now := p.cfg.Now()
+	rows := make([]batchRow, 0, len(moves))
+	for _, m := range moves {
+		rows = rowsOf(rows, m.c, id, m.delta, now)
+	}
+	if err := p.writeDeltas(db, rows); err != nil {
 		return err
 	}
 	for _, m := range moves {
@@ -77,8 +81,9 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 
 // AddMany adds delta to one counter of every record in models (a slice or
 // array of structs or struct pointers, or a pointer to one) with one statement
-// per up to 1024 records, all in one transaction: written all or none. A record
-// that appears twice is added to once, and every copy's field moves.
+// per up to 1024 rows, all in one transaction: written all or none. A record
+// that appears twice is added to once, and every copy's field moves. A
+// bucketed counter's records get their current bucket's rows too.
 //
 //	slotted.AddMany(db, posts, "views", 1)
 //	// INSERT INTO `slotted_counters` (...) VALUES ('posts.views','1',3,1),('posts.views','2',0,1),...
@@ -93,9 +98,6 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 		return err
 	}
 	c, err := m.counter(counter)
-	if err == nil {
-		err = c.unbucketed("AddMany")
-	}
 	if err != nil {
 		return err
 	}
@@ -103,11 +105,12 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 	if err != nil || delta == 0 {
 		return err
 	}
-	rows := make([]batchRow, len(rs.ids))
-	for i, id := range rs.ids {
-		rows[i] = batchRow{ref: Ref{Type: c.recordType, ID: id}, slots: c.slots, delta: delta}
+	now := p.cfg.Now()
+	rows := make([]batchRow, 0, len(rs.ids))
+	for _, id := range rs.ids {
+		rows = rowsOf(rows, c, id, delta, now)
 	}
-	if err := p.writeRows(db, rows); err != nil {
+	if err := p.writeDeltas(db, rows); err != nil {
 		return err
 	}
 	for _, structs := range rs.byID {
@@ -136,17 +139,7 @@ func AddRefs(db *gorm.DB, deltas map[Ref]int64) error {
 			rows = append(rows, batchRow{ref: ref, slots: p.cfg.Slots, delta: d})
 		}
 	}
-	return p.writeRows(db, rows)
-}
-
-// writeRows writes bulk rows in key order on db's pool or transaction.
-func (p *Plugin) writeRows(db *gorm.DB, rows []batchRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	sortRows(rows)
-	pool, inTx := p.pool(db)
-	return p.upsertRows(db, pool, contextOf(db), inTx, rows)
+	return p.writeDeltas(db, rows)
 }
 
 // upsertRows writes rows (sorted by key, each counter once) with one statement
@@ -205,9 +198,6 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		return err
 	}
 	c, err := m.counter(counter)
-	if err == nil {
-		err = c.unbucketed("AddWhere")
-	}
 	if err != nil {
 		return err
 	}
@@ -224,24 +214,41 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		return nil
 	}
 	src := WithoutFill(db.Session(&gorm.Session{})).Distinct("?", clause.Column{Table: clause.CurrentTable, Name: m.key.column})
-	// exec runs the INSERT … SELECT on pool and returns how many rows it wrote.
-	exec := func(pool gorm.ConnPool, ctx context.Context) (int64, error) {
+	// exec runs the INSERT … SELECT of recordType's rows on pool.
+	exec := func(pool gorm.ConnPool, ctx context.Context, recordType string) error {
 		tx := &gorm.DB{Config: db.Config}
 		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Table: p.cfg.Table, Clauses: map[string]clause.Clause{}}
 		inherit(tx.Statement, db.Statement, false)
 		tx.Statement.AddClause(clause.Insert{Table: clause.Table{Name: p.cfg.Table}})
-		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: c.recordType, key: m.key.column, slots: c.slots, delta: delta, src: src})
+		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: recordType, key: m.key.column, slots: c.slots, delta: delta, src: src})
 		tx.Statement.AddClause(addClause(p.dialect, delta))
 		tx.Statement.Build("INSERT", "VALUES", "ON CONFLICT")
 		if tx.Error != nil {
-			return 0, tx.Error
+			return tx.Error
 		}
-		res := db.Callback().Raw().Execute(tx)
-		return res.RowsAffected, overflowed(res.Error)
+		return overflowed(db.Callback().Raw().Execute(tx).Error)
 	}
 	pool, inTx := p.pool(db)
 	ctx := contextOf(db)
-	return p.withRetry(ctx, inTx, func() error { _, err := exec(pool, ctx); return err })
+	if c.bucket == nil {
+		return p.withRetry(ctx, inTx, func() error { return exec(pool, ctx, c.recordType) })
+	}
+	// A bucketed counter: the totals and the current bucket's rows, a second
+	// INSERT … SELECT of the same records in the same transaction (total
+	// rows first, the key order every write locks in).
+	types := [2]string{c.recordType, bucketType(c.recordType, c.bucket.of(p.cfg.Now()).label)}
+	both := func(pool gorm.ConnPool, ctx context.Context) error {
+		for _, t := range types {
+			if err := exec(pool, ctx, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if inTx {
+		return both(pool, ctx)
+	}
+	return p.writeTx(db, func(tx *gorm.DB) error { return both(tx.Statement.ConnPool, contextOf(tx)) })
 }
 
 // conditioned reports whether a query selects less than the whole table: a

@@ -53,12 +53,11 @@ const (
 
 // args puts the call's values in placeholder order.
 func args(order []arg, recordType, recordID string, slot int, delta int64) []any {
-	return appendArgs(make([]any, 0, len(order)), order, recordType, recordID, slot, delta, "")
+	return appendArgs(make([]any, 0, len(order)), order, recordType, recordID, slot, delta)
 }
 
-// appendArgs is args for one row of a multi-row statement; bucketType fills
-// a bucketed upsert's second record_type (argBucketType).
-func appendArgs(dst []any, order []arg, recordType, recordID string, slot int, delta int64, bucketType string) []any {
+// appendArgs is args for one row of a multi-row statement.
+func appendArgs(dst []any, order []arg, recordType, recordID string, slot int, delta int64) []any {
 	for _, a := range order {
 		switch a {
 		case argRecordType:
@@ -69,8 +68,6 @@ func appendArgs(dst []any, order []arg, recordType, recordID string, slot int, d
 			dst = append(dst, slot)
 		case argDelta:
 			dst = append(dst, delta)
-		case argBucketType:
-			dst = append(dst, bucketType)
 		}
 	}
 	return dst

@@ -73,11 +73,16 @@ const (
 )
 
 type waiter struct {
-	db    *gorm.DB
-	ctx   context.Context
-	ref   Ref
-	slots int
-	delta int64
+	db  *gorm.DB
+	ctx context.Context
+	// rows are the caller's row deltas, each counter once, written together
+	// or not at all: one[:] for a single counter (no allocation beyond the
+	// waiter's), a bucketed counter's total and bucket, a bulk write's rows.
+	rows []batchRow
+	one  [1]batchRow
+	// once guards rows with an AddOnce key: they are written only if the
+	// key is new (once_batch.go). nil for every other write.
+	once  *onceWrite
 	state waiterState // guarded by coalescer.mu, like lead and expired
 	lead  bool
 	// expired is its context's error as take saw it, once per take: a
@@ -128,8 +133,15 @@ func routingOf(stmt *gorm.Statement) string {
 
 // coalesce writes delta to ref through db's coalescer.
 func (p *Plugin) coalesce(db *gorm.DB, c *coalescer, ref Ref, slots int, delta int64) error {
+	return p.coalesceRows(db, c, batchRow{ref: ref, slots: slots, delta: delta}, nil, nil)
+}
+
+// coalesceRows writes one row (rows nil) or several rows (sorted, each
+// counter once; written all or none) through db's coalescer, guarded by
+// once's key when once is not nil.
+func (p *Plugin) coalesceRows(db *gorm.DB, c *coalescer, one batchRow, rows []batchRow, once *onceWrite) error {
 	for {
-		again, err := c.add(db, ref, slots, delta)
+		again, err := c.add(db, one, rows, once)
 		if !again {
 			return err
 		}
@@ -137,37 +149,50 @@ func (p *Plugin) coalesce(db *gorm.DB, c *coalescer, ref Ref, slots int, delta i
 	}
 }
 
-func (c *coalescer) add(db *gorm.DB, ref Ref, slots int, delta int64) (again bool, err error) {
+func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWrite) (again bool, err error) {
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
 		return true, nil
 	}
+	lingering := false
 	if c.leaders < c.p.cfg.MaxInFlight {
 		c.leaders++
-		if c.company() { // Config.Linger: lead a batch, lingering for the last statement's callers (linger.go)
-			w := &waiter{db: db, ctx: contextOf(db), ref: ref, slots: slots, delta: delta, lead: true, done: make(chan error, 1)}
-			c.pending = append(c.pending, w)
-			c.p.batching.waiting.Add(1)
+		// Config.Linger (linger.go): after a statement that carried several callers, lead a batch
+		// (queued, as leader) and linger for them; otherwise write at once.
+		if lingering = c.company(); !lingering {
 			c.mu.Unlock()
-			return false, c.lead(w)
+			defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
+			if c.p.cfg.Linger > 0 {
+				defer func(start time.Time) { c.took(1, time.Since(start)) }(time.Now())
+			}
+			switch {
+			case once != nil:
+				c.p.batching.record(len(rows), 1)
+				return false, c.writeOwn(&waiter{db: db, ctx: contextOf(db), rows: rows, once: once})
+			case rows == nil:
+				c.p.batching.record(1, 1)
+				return false, c.p.upsertOne(db, c.key.pool, false, one.ref.Type, one.ref.ID, one.slots, one.delta)
+			}
+			c.p.batching.record(len(rows), 1)
+			ctx := contextOf(db)
+			return false, c.p.upsertRows(db, c.key.pool, ctx, false, rows)
 		}
-		c.mu.Unlock()
-		defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
-		c.p.batching.record(1, 1)
-		if c.p.cfg.Linger > 0 {
-			start := time.Now()
-			err := c.p.upsertOne(db, c.key.pool, false, ref.Type, ref.ID, slots, delta)
-			c.took(1, time.Since(start))
-			return false, err
-		}
-		return false, c.p.upsertOne(db, c.key.pool, false, ref.Type, ref.ID, slots, delta)
 	}
-	w := &waiter{db: db, ctx: contextOf(db), ref: ref, slots: slots, delta: delta, done: make(chan error, 1)}
+	w := &waiter{db: db, ctx: contextOf(db), once: once, lead: lingering, done: make(chan error, 1)}
+	if rows == nil {
+		w.one[0] = one
+		w.rows = w.one[:]
+	} else {
+		w.rows = rows
+	}
 	c.pending = append(c.pending, w)
 	c.p.batching.waiting.Add(1)
 	c.arrived()
 	c.mu.Unlock()
+	if lingering {
+		return false, c.lead(w)
+	}
 
 	select {
 	case err := <-w.done:
@@ -213,7 +238,19 @@ func (c *coalescer) alone(w *waiter, err error) error {
 	if err != errAlone {
 		return err
 	}
-	return c.p.upsertOne(w.db, c.key.pool, false, w.ref.Type, w.ref.ID, w.slots, w.delta)
+	return c.writeOwn(w)
+}
+
+// writeOwn writes w's rows alone, as without coalescing.
+func (c *coalescer) writeOwn(w *waiter) error {
+	if w.once != nil {
+		return c.p.writeTx(w.db, func(tx *gorm.DB) error { return c.p.applyOnces(tx, nil, []*waiter{w}) })
+	}
+	if len(w.rows) == 1 {
+		r := w.rows[0]
+		return c.p.upsertOne(w.db, c.key.pool, false, r.ref.Type, r.ref.ID, r.slots, r.delta)
+	}
+	return c.p.upsertRows(w.db, c.key.pool, w.ctx, false, w.rows)
 }
 
 // lead writes the next batch, w's delta first, and hands leadership on. A
@@ -239,7 +276,7 @@ func (c *coalescer) leadBatch(w *waiter) error {
 	c.p.batching.record(len(rows), len(batch))
 	if len(batch) == 1 {
 		defer c.endTurn()
-		return c.write(w, rows, 1)
+		return c.write(w, rows, batch)
 	}
 	go c.run(w, rows, batch)
 	select {
@@ -297,7 +334,7 @@ func (c *coalescer) run(w *waiter, rows []batchRow, batch []*waiter) {
 			w.db.Logger.Error(w.ctx, "slotted: a callback panicked in a coalesced statement of %d writes: %v\n%s", len(batch), r, debug.Stack())
 		}
 	}()
-	if err = c.write(w, rows, len(batch)); errors.Is(err, ErrOverflow) {
+	if err = c.write(w, rows, batch); errors.Is(err, ErrOverflow) {
 		err = errAlone
 	}
 	others, finished = err, true
@@ -314,24 +351,32 @@ func (c *coalescer) endTurn() {
 // its own context, as without coalescing. Otherwise the statement carries
 // other callers' writes, so it runs on a context none of them can cancel
 // (keeping the leader's values, such as trace spans), bounded by BatchTimeout.
-func (c *coalescer) write(w *waiter, rows []batchRow, callers int) error {
+func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 	if c.p.cfg.Linger > 0 {
-		defer func(start time.Time) { c.took(callers, time.Since(start)) }(time.Now())
+		defer func(start time.Time) { c.took(len(batch), time.Since(start)) }(time.Now())
 	}
-	if callers == 1 {
-		return c.p.upsertOne(w.db, c.key.pool, false, w.ref.Type, w.ref.ID, w.slots, w.delta)
+	if len(batch) == 1 {
+		return c.writeOwn(w)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), c.p.cfg.BatchTimeout)
 	defer cancel()
 	sortRows(rows)
-	return c.p.withRetry(ctx, false, func() error { return c.p.execRows(w.db, c.key.pool, ctx, rows) })
+	if onces := onceWaiters(batch); onces != nil {
+		return c.p.writeTx(w.db.WithContext(ctx), func(tx *gorm.DB) error { return c.p.applyOnces(tx, rows, onces) })
+	}
+	// One statement when the rows are a shape; several in one transaction
+	// when multi-row writes left a row of the shape empty or the leader's own
+	// write is larger than a shape.
+	return c.p.upsertRows(w.db, c.key.pool, ctx, false, rows)
 }
 
 // take moves the next batch out of the queue: the callers of the first
 // counters queued, up to the largest statement shape that fits MaxBatch
 // (the rest stay queued for the next statement, which starts right after this
 // one). Callers whose context has ended are dropped with their context error.
-// A delta that would overflow its row's sum waits for the next statement.
+// A caller's rows go into one batch together or wait together: a delta that
+// would overflow its row's sum, or rows cut off by the shape, wait for the
+// next statement. The leader's own rows are always taken, however many.
 func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 	if c.index == nil {
 		c.index = map[Ref]int{}
@@ -344,12 +389,25 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 		if o != w { // w checked its own before taking: it is in
 			o.expired = o.ctx.Err()
 		}
-		if _, ok := c.index[o.ref]; !ok && len(c.index) < c.p.cfg.MaxBatch && o.expired == nil {
-			c.index[o.ref] = len(c.index)
+		if o.expired != nil || o.once != nil {
+			continue // an AddOnce's rows are summed in only if its key is new (applyOnces)
+		}
+		if o != w && len(c.index)+c.newRows(o) > c.p.cfg.MaxBatch {
+			continue
+		}
+		for _, r := range o.rows {
+			if _, ok := c.index[r.ref]; !ok {
+				c.index[r.ref] = len(c.index)
+			}
 		}
 	}
-	k := shapeFloor(len(c.index)) // >= 1: w is the oldest caller not skipped
+	// w is the oldest caller not skipped, indexed first.
+	k := shapeFloor(min(len(c.index), maxBatchRows))
+	if w.once == nil {
+		k = max(k, len(w.rows))
+	}
 	rows = make([]batchRow, k)
+	keys := 0 // AddOnce callers taken
 	keep := c.pending[:0]
 	for _, o := range c.pending {
 		if o.lead && o != w {
@@ -362,24 +420,76 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 			c.p.batching.waiting.Add(-1)
 			continue
 		}
-		if i, ok := c.index[o.ref]; ok && i < k {
-			r := &rows[i]
-			if r.slots == 0 {
-				r.ref, r.slots = o.ref, o.slots
-			}
-			if sum, ok := mergeDelta(r.delta, o.delta); ok {
-				r.delta, r.slots = sum, min(r.slots, o.slots)
+		if o.once != nil {
+			if o == w || keys < c.p.cfg.MaxBatch {
+				keys++
 				o.state = taken
 				batch = append(batch, o)
 				c.p.batching.waiting.Add(-1)
 				continue
 			}
+			keep = append(keep, o)
+			continue
+		}
+		if c.fits(o, rows) {
+			for _, r := range o.rows {
+				x := &rows[c.index[r.ref]]
+				if x.slots == 0 {
+					x.ref, x.slots = r.ref, r.slots
+				}
+				x.delta += r.delta // fits checked the sum
+				x.slots = min(x.slots, r.slots)
+			}
+			o.state = taken
+			batch = append(batch, o)
+			c.p.batching.waiting.Add(-1)
+			continue
 		}
 		keep = append(keep, o)
 	}
 	clear(c.pending[len(keep):])
 	c.pending = keep
+	// A row stays empty when the caller who indexed it waits (its rows were
+	// cut by the shape, or one would overflow): drop it, rows are never padded.
+	rows = slices.DeleteFunc(rows, func(r batchRow) bool { return r.slots == 0 })
 	return rows, batch
+}
+
+// onceWaiters are the AddOnce callers of a batch, nil if none.
+func onceWaiters(batch []*waiter) []*waiter {
+	var out []*waiter
+	for _, o := range batch {
+		if o.once != nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// newRows counts o's counters not yet in the batch (under mu).
+func (c *coalescer) newRows(o *waiter) int {
+	n := 0
+	for _, r := range o.rows {
+		if _, ok := c.index[r.ref]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// fits reports whether all of o's rows are in the batch's first len(rows)
+// rows and add to them without overflowing (under mu).
+func (c *coalescer) fits(o *waiter, rows []batchRow) bool {
+	for _, r := range o.rows {
+		i, ok := c.index[r.ref]
+		if !ok || i >= len(rows) {
+			return false
+		}
+		if _, ok := mergeDelta(rows[i].delta, r.delta); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // remove drops a queued caller (under mu).
@@ -418,7 +528,7 @@ type batchStats struct {
 func (s *batchStats) record(rows, writes int) {
 	s.batches.Add(1)
 	s.writes.Add(uint64(writes))
-	s.rows[shapeIndex(rows)].Add(1)
+	s.rows[shapeIndex(max(rows, 1))].Add(1) // a batch of AddOnce keys alone sums its rows in later
 }
 
 func (s *batchStats) report(out *Stats) {

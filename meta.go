@@ -85,18 +85,12 @@ func pointerArg(model any) error {
 	return nil
 }
 
-// writeTarget is target for a write (pointerArg). totalOnly names a write
-// that knows only the counter's total row; it refuses a bucketed counter
-// (Add, which writes the bucket too, passes "").
-func (p *Plugin) writeTarget(db *gorm.DB, model any, name, totalOnly string) (*counter, reflect.Value, string, error) {
+// writeTarget is target for a write (pointerArg).
+func (p *Plugin) writeTarget(db *gorm.DB, model any, name string) (*counter, reflect.Value, string, error) {
 	if err := pointerArg(model); err != nil {
 		return nil, reflect.Value{}, "", err
 	}
-	c, v, id, err := p.target(db, model, name)
-	if err == nil && totalOnly != "" {
-		err = c.unbucketed(totalOnly)
-	}
-	return c, v, id, err
+	return p.target(db, model, name)
 }
 
 // target finds the counter and record_id of one model value (a struct or a

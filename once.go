@@ -83,7 +83,7 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 	if err != nil {
 		return false, err
 	}
-	c, v, id, err := p.writeTarget(db, model, counter, "AddOnce/RemoveOnce")
+	c, v, id, err := p.writeTarget(db, model, counter)
 	if err != nil {
 		return false, err
 	}
@@ -91,7 +91,8 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 	if err != nil {
 		return false, err
 	}
-	if applied, err = p.addOnce(db, Ref{Type: c.recordType, ID: id}, c.slots, delta, key, o); applied {
+	rows := rowsOf(make([]batchRow, 0, 2), c, id, delta, p.cfg.Now())
+	if applied, err = p.addOnce(db, Ref{Type: c.recordType, ID: id}, rows, delta, key, o); applied {
 		c.add(v, delta)
 	}
 	return applied, err
@@ -110,7 +111,7 @@ func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOptio
 	if err != nil {
 		return false, err
 	}
-	return p.addOnce(db, ref, p.cfg.Slots, delta, key, o)
+	return p.addOnce(db, ref, []batchRow{{ref: ref, slots: p.cfg.Slots, delta: delta}}, delta, key, o)
 }
 
 // RemoveOnce undoes AddOnce: if key is recorded (and not expired) for the
@@ -131,14 +132,17 @@ func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed boo
 	if err != nil {
 		return false, err
 	}
-	c, v, id, err := p.writeTarget(db, model, counter, "AddOnce/RemoveOnce")
+	c, v, id, err := p.writeTarget(db, model, counter)
 	if err != nil {
 		return false, err
 	}
 	if err := checkOnceKey(key); err != nil {
 		return false, err
 	}
-	delta, removed, err := p.removeOnce(db, Ref{Type: c.recordType, ID: id}, c.slots, key)
+	now := p.cfg.Now()
+	delta, removed, err := p.removeOnce(db, Ref{Type: c.recordType, ID: id}, func(d int64) []batchRow {
+		return rowsOf(make([]batchRow, 0, 2), c, id, d, now)
+	}, key)
 	if removed {
 		c.add(v, -delta)
 	}
@@ -157,7 +161,9 @@ func RemoveRefOnce(db *gorm.DB, ref Ref, key string) (removed bool, err error) {
 	if err := checkOnceKey(key); err != nil {
 		return false, err
 	}
-	_, removed, err = p.removeOnce(db, ref, p.cfg.Slots, key)
+	_, removed, err = p.removeOnce(db, ref, func(d int64) []batchRow {
+		return []batchRow{{ref: ref, slots: p.cfg.Slots, delta: d}}
+	}, key)
 	return removed, err
 }
 
@@ -186,63 +192,31 @@ func onceArgs(delta int64, key string, opts []OnceOption) (onceOptions, error) {
 	return o, checkOnceKey(key)
 }
 
-// addOnce inserts the key and, only if it was new, adds delta, in one write
-// transaction. An expired key still in the table is replaced in the same
-// transaction, so expiry does not wait for the Runner.
-func (p *Plugin) addOnce(db *gorm.DB, ref Ref, slots int, delta int64, key string, o onceOptions) (applied bool, err error) {
-	err = p.writeTx(db, func(tx *gorm.DB) error {
-		applied = false // an attempt that failed and is retried starts over
-		now := time.Now().UTC()
-		row := onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}
-		if o.ttl > 0 {
-			at := now.Add(o.ttl)
-			row.ExpiresAt = &at
-		}
-		inserted, err := p.insertKey(tx, &row)
-		if err != nil || !inserted {
-			if err != nil {
-				return err
-			}
-			// Only a key seen expired is deleted: a DELETE of a live key would
-			// ask InnoDB for the X lock that racing duplicates, holding the S
-			// lock of their INSERT IGNORE, all ask for too (a deadlock).
-			var seen []onceRow
-			if err := tx.Table(p.cfg.OnceTable).Select("expires_at").Where(onceCondition(ref, key)).
-				Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Limit(1).Find(&seen).Error; err != nil || len(seen) == 0 {
-				return err // the key is live: nothing to apply
-			}
-			res := tx.Table(p.cfg.OnceTable).Where(onceCondition(ref, key)).
-				Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Delete(&onceRow{})
-			if res.Error != nil || res.RowsAffected == 0 {
-				return res.Error // replaced by another AddOnce meanwhile: now live
-			}
-			if inserted, err = p.insertKey(tx, &row); err != nil || !inserted {
-				return err // the transaction holds the key's lock since its DELETE: !inserted cannot happen
-			}
-		}
-		if err := p.add(tx, ref.Type, ref.ID, slots, delta); err != nil {
-			return err
-		}
-		applied = true
-		return nil
-	})
-	return applied && err == nil, err
-}
-
-// insertKey inserts row unless its key is there, reporting whether it did.
-func (p *Plugin) insertKey(tx *gorm.DB, row *onceRow) (bool, error) {
-	q := tx.Table(p.cfg.OnceTable)
-	if p.dialect.insertIgnore() {
-		q = q.Clauses(clause.Insert{Modifier: "IGNORE"})
-	} else {
-		q = q.Clauses(clause.OnConflict{Columns: onceKeyColumns(), DoNothing: true})
+// addOnce inserts the key and, only if it was new (or expired), adds rows:
+// coalesced with other writes outside a transaction (once_batch.go), in the
+// caller's transaction with the same statements inside one.
+func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key string, o onceOptions) (applied bool, err error) {
+	w := &onceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}}
+	if o.ttl > 0 {
+		at := time.Now().UTC().Add(o.ttl)
+		w.row.ExpiresAt = &at
 	}
-	res := q.Create(row)
-	return res.Error == nil && res.RowsAffected == 1, res.Error
+	rows = dropZero(rows)
+	sortRows(rows)
+	pool, inTx := p.pool(db)
+	if c := p.coalescerFor(db, pool, inTx); c != nil {
+		err = p.coalesceRows(db, c, batchRow{}, rows, w)
+	} else {
+		err = p.writeTx(db, func(tx *gorm.DB) error {
+			return p.applyOnces(tx, nil, []*waiter{{rows: rows, once: w}})
+		})
+	}
+	return err == nil && w.applied, err
 }
 
 // removeOnce deletes the key and subtracts its delta in one write transaction.
-func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, slots int, key string) (delta int64, removed bool, err error) {
+// rowsFor gives the rows a delta of the counter touches (rowsOf).
+func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, rowsFor func(delta int64) []batchRow, key string) (delta int64, removed bool, err error) {
 	err = p.writeTx(db, func(tx *gorm.DB) error {
 		removed = false
 		var rows []onceRow
@@ -260,7 +234,7 @@ func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, slots int, key string) (delta 
 			return res.Error // locked above: another undo cannot have deleted it meanwhile
 		}
 		delta = rows[0].Delta
-		if err := p.add(tx, ref.Type, ref.ID, slots, -delta); err != nil {
+		if err := p.writeDeltas(tx, rowsFor(-delta)); err != nil {
 			return err
 		}
 		removed = true
@@ -272,10 +246,6 @@ func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, slots int, key string) (delta 
 // insertIgnore: the key's insert is INSERT IGNORE (MySQL/MariaDB), not
 // ON CONFLICT DO NOTHING.
 func (d dialect) insertIgnore() bool { return d.name == "mysql" }
-
-func onceKeyColumns() []clause.Column {
-	return []clause.Column{{Name: "record_type"}, {Name: "record_id"}, {Name: "op_key"}}
-}
 
 // onceCondition selects one key's row.
 func onceCondition(ref Ref, key string) clause.Expression {

@@ -27,8 +27,6 @@ type Plugin struct {
 	batch      batchStatements // multi-row upserts by shape (batch.go)
 	coalescers sync.Map        // coalesceKey -> *coalescer (coalesce.go)
 	batching   batchStats
-	// bucketSQL is a bucketed counter's write: the total's row and the bucket's in one statement (bucket_write.go).
-	bucketSQL statements
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which
@@ -80,9 +78,6 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	}
 	if p.causalReads() {
 		p.sql.sum = syncWait + " " + p.sql.sum
-	}
-	if p.bucketSQL, err = renderBucketed(db, cfg.Table, p.dialect); err != nil {
-		return err
 	}
 	if !cfg.DisableAutoMigrate {
 		if err := p.migrate(db); err != nil {

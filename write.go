@@ -31,7 +31,7 @@ func Add(db *gorm.DB, model any, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	c, v, id, err := p.writeTarget(db, model, counter, "")
+	c, v, id, err := p.writeTarget(db, model, counter)
 	if err != nil {
 		return err
 	}

@@ -140,11 +140,16 @@ func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
 // Add takes delta for a counter of model (see slotted.Add) and returns at
 // once; the model's field moves by delta now, the database on the next flush.
 func (b *Buffer) Add(model any, counter string, delta int64) error {
-	c, v, id, err := b.p.writeTarget(b.db, model, counter, "Buffer.Add")
+	c, v, id, err := b.p.writeTarget(b.db, model, counter)
 	if err != nil {
 		return err
 	}
-	if err := b.add(Ref{Type: c.recordType, ID: id}, c.slots, delta); err != nil {
+	if delta == 0 {
+		return nil
+	}
+	// The bucket is the one holding this instant, however late the flush.
+	var rows [2]batchRow
+	if err := b.add(rowsOf(rows[:0], c, id, delta, b.p.cfg.Now())); err != nil {
 		return err
 	}
 	c.add(v, delta)
@@ -156,43 +161,49 @@ func (b *Buffer) AddRef(ref Ref, delta int64) error {
 	if err := ref.validate(); err != nil {
 		return err
 	}
-	return b.add(ref, b.p.cfg.Slots, delta)
-}
-
-func (b *Buffer) add(ref Ref, slots int, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
+	return b.add([]batchRow{{ref: ref, slots: b.p.cfg.Slots, delta: delta}})
+}
+
+// add takes one write's rows (distinct counters), all or none. The write is
+// counted once, on its first row (the total's).
+func (b *Buffer) add(rows []batchRow) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return ErrBufferClosed
 	}
-	e, ok := b.pending[ref]
-	if !ok {
-		_, flushing := b.inflight.refs[ref]
-		if held := b.held(); !flushing && held >= b.opts.MaxPending {
-			b.signal()
-			return fmt.Errorf("%w: %d counters pending", ErrBufferFull, held)
-		}
-		e = &bufEntry{ref: ref, slots: slots}
-		b.pending[ref] = e
-		if flushing {
-			b.inflight.overlap++
+	fresh := 0
+	for _, r := range rows {
+		if e, ok := b.pending[r.ref]; ok {
+			if _, ok := mergeDelta(e.delta, r.delta); !ok {
+				return fmt.Errorf("%w: counter %s/%s; Flush first", ErrDeltaOverflow, r.ref.Type, r.ref.ID)
+			}
+		} else if _, flushing := b.inflight.refs[r.ref]; !flushing {
+			fresh++
 		}
 	}
-	sum, ok := mergeDelta(e.delta, delta)
-	if !ok {
-		if e.writes == 0 {
-			delete(b.pending, ref)
-			if _, flushing := b.inflight.refs[ref]; flushing {
-				b.inflight.overlap--
+	if held := b.held(); fresh > 0 && held+fresh > b.opts.MaxPending {
+		b.signal()
+		return fmt.Errorf("%w: %d counters pending", ErrBufferFull, held)
+	}
+	for i, r := range rows {
+		e, ok := b.pending[r.ref]
+		if !ok {
+			e = &bufEntry{ref: r.ref, slots: r.slots}
+			b.pending[r.ref] = e
+			if _, flushing := b.inflight.refs[r.ref]; flushing {
+				b.inflight.overlap++
 			}
 		}
-		return fmt.Errorf("%w: counter %s/%s; Flush first", ErrDeltaOverflow, ref.Type, ref.ID)
+		e.delta += r.delta // checked above
+		e.slots = min(e.slots, r.slots)
+		if i == 0 {
+			e.writes++
+		}
 	}
-	e.delta, e.slots = sum, min(e.slots, slots)
-	e.writes++
 	if len(b.pending) >= b.opts.FlushAt {
 		b.signal()
 	}

@@ -1,0 +1,66 @@
+package slotted
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// One write path. Every write becomes row deltas (batchRow): a counter's
+// total row and, for a bucketed counter, its bucket's row, whose label is
+// fixed when the write is made. rowsOf is the one place that knows what rows
+// a counter's write touches; writeDeltas is the one place that runs them:
+//
+//	outside a transaction  the coalescer (coalesce.go): group commit, rows
+//	                       summed per counter, multi-row upserts in key order
+//	inside the caller's    the same multi-row upserts on its connection, not
+//	transaction            retried (a conflict rolled the transaction back)
+//
+// A write's rows are atomic: one statement when they fit a shape, else one
+// transaction (upsertRows), in or out of a batch of other callers' writes.
+
+// rowsOf appends the rows a write of delta to counter c of record id touches
+// at instant at: the total row, and the bucket holding at for a bucketed
+// counter.
+func rowsOf(dst []batchRow, c *counter, id string, delta int64, at time.Time) []batchRow {
+	dst = append(dst, batchRow{ref: Ref{Type: c.recordType, ID: id}, slots: c.slots, delta: delta})
+	if c.bucket != nil {
+		dst = append(dst, batchRow{ref: Ref{Type: bucketType(c.recordType, c.bucket.of(at).label), ID: id}, slots: c.slots, delta: delta})
+	}
+	return dst
+}
+
+// writeDeltas writes rows (each counter at most once; zero deltas allowed)
+// all or none, coalesced outside a transaction.
+func (p *Plugin) writeDeltas(db *gorm.DB, rows []batchRow) error {
+	rows = dropZero(rows)
+	switch len(rows) {
+	case 0:
+		return nil
+	case 1:
+		r := rows[0]
+		return p.add(db, r.ref.Type, r.ref.ID, r.slots, r.delta)
+	}
+	sortRows(rows)
+	pool, inTx := p.pool(db)
+	if c := p.coalescerFor(db, pool, inTx); c != nil {
+		return p.coalesceRows(db, c, batchRow{}, rows, nil)
+	}
+	return p.upsertRows(db, pool, contextOf(db), inTx, rows)
+}
+
+// dropZero removes rows that add nothing, in place.
+func dropZero(rows []batchRow) []batchRow {
+	for i, r := range rows {
+		if r.delta == 0 {
+			out := rows[:i]
+			for _, r := range rows[i+1:] {
+				if r.delta != 0 {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+	}
+	return rows
+}
