@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -60,6 +61,8 @@ type coalescer struct {
 	pending []*waiter   // queued callers, oldest first; empty unless leaders == MaxInFlight
 	index   map[Ref]int // take's scratch: a counter's row in the batch
 	markers markerPool  // outcome markers of its statements (outcome.go)
+
+	lingering lingerState // Config.Linger (linger.go)
 }
 
 type waiterState uint8
@@ -153,23 +156,31 @@ func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWr
 		c.mu.Unlock()
 		return true, nil
 	}
+	lingering := false
 	if c.leaders < c.p.cfg.MaxInFlight {
 		c.leaders++
-		c.mu.Unlock()
-		defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
-		switch {
-		case once != nil:
+		// Config.Linger (linger.go): after a statement that carried several callers, lead a batch
+		// (queued, as leader) and linger for them; otherwise write at once.
+		if lingering = c.company(); !lingering {
+			c.mu.Unlock()
+			defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
+			if c.p.cfg.Linger > 0 {
+				defer func(start time.Time) { c.took(1, time.Since(start)) }(time.Now())
+			}
+			switch {
+			case once != nil:
+				c.p.batching.record(len(rows), 1)
+				return false, c.writeOwn(&waiter{db: db, ctx: contextOf(db), rows: rows, once: once})
+			case rows == nil:
+				c.p.batching.record(1, 1)
+				return false, c.upsert(db, contextOf(db), nil, one)
+			}
 			c.p.batching.record(len(rows), 1)
-			return false, c.writeOwn(&waiter{db: db, ctx: contextOf(db), rows: rows, once: once})
-		case rows == nil:
-			c.p.batching.record(1, 1)
-			return false, c.upsert(db, contextOf(db), nil, one)
+			ctx := contextOf(db)
+			return false, c.upsert(db, ctx, rows, batchRow{})
 		}
-		c.p.batching.record(len(rows), 1)
-		ctx := contextOf(db)
-		return false, c.upsert(db, ctx, rows, batchRow{})
 	}
-	w := &waiter{db: db, ctx: contextOf(db), once: once, done: make(chan error, 1)}
+	w := &waiter{db: db, ctx: contextOf(db), once: once, lead: lingering, done: make(chan error, 1)}
 	if rows == nil {
 		w.one[0] = one
 		w.rows = w.one[:]
@@ -178,7 +189,11 @@ func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWr
 	}
 	c.pending = append(c.pending, w)
 	c.p.batching.waiting.Add(1)
+	c.arrived()
 	c.mu.Unlock()
+	if lingering {
+		return false, c.lead(w)
+	}
 
 	select {
 	case err := <-w.done:
@@ -246,6 +261,7 @@ func (c *coalescer) writeOwn(w *waiter) error {
 func (c *coalescer) lead(w *waiter) error { return c.alone(w, c.leadBatch(w)) }
 
 func (c *coalescer) leadBatch(w *waiter) error {
+	c.linger(w)
 	c.mu.Lock()
 	if err := w.ctx.Err(); err != nil {
 		c.remove(w)
@@ -336,6 +352,9 @@ func (c *coalescer) endTurn() {
 // other callers' writes, so it runs on a context none of them can cancel
 // (keeping the leader's values, such as trace spans), bounded by BatchTimeout.
 func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
+	if c.p.cfg.Linger > 0 {
+		defer func(start time.Time) { c.took(len(batch), time.Since(start)) }(time.Now())
+	}
 	if len(batch) == 1 {
 		return c.writeOwn(w)
 	}

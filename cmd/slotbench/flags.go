@@ -31,12 +31,15 @@ const (
 
 // Options is the parsed and validated command line.
 type Options struct {
-	Driver   string // "" (from the DSN), mysql, postgres or sqlite
-	DSN      string
-	Slots    []int // ascending, distinct
-	Workers  []int // ascending, distinct
-	Duration time.Duration
-	Repeat   int // runs per cell, interleaved
+	Driver  string // "" (from the DSN), mysql, postgres or sqlite
+	DSN     string
+	Slots   []int // ascending, distinct
+	Workers []int // ascending, distinct; writers per instance
+	// Instances is how many app instances each cell runs: separate processes,
+	// each with its own pool of Workers connections and its own coalescer.
+	Instances int
+	Duration  time.Duration
+	Repeat    int // runs per cell, interleaved
 	// Expect is the concurrency the recommendation is made for: one of Workers.
 	// ExpectRequested is what -expect said (0: not given).
 	Expect          int
@@ -67,6 +70,8 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 		". Empty: a temporary SQLite file, deleted afterwards")
 	slots := fs.String("slots", defaultSlots, "comma-separated slot counts to try")
 	workers := fs.String("workers", defaultWorkers, "comma-separated numbers of concurrent writers")
+	fs.IntVar(&o.Instances, "instances", 1, "app instances: each cell runs this many separate processes, each with its own "+
+		"pool and coalescer and -workers writers (your deployment's shape: instances x writers per instance)")
 	fs.DurationVar(&o.Duration, "duration", time.Second, "how long each run of a cell lasts")
 	fs.IntVar(&o.Repeat, "repeat", defaultRepeat, "runs per cell, interleaved across cells so that drift hits all alike; "+
 		"the table shows the median and the spread (min..max), and a recommendation needs 2 or more")
@@ -105,6 +110,8 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 		return o, err
 	}
 	switch {
+	case o.Instances < 1 || o.Instances > 1000:
+		return o, fmt.Errorf("%w: -instances must be in 1..1000, got %d", errUsage, o.Instances)
 	case o.Repeat < 1 || o.Repeat > 1000:
 		return o, fmt.Errorf("%w: -repeat must be in 1..1000, got %d", errUsage, o.Repeat)
 	case o.Duration <= 0:

@@ -7,6 +7,7 @@
 //	go run ./cmd/slotbench -dsn 'postgres://postgres@127.0.0.1:5432/mydb?sslmode=disable'
 //	go run ./cmd/slotbench -driver sqlite -dsn ./app.db -workers 1,4,16
 //	go run ./cmd/slotbench                       # a temporary SQLite file
+//	go run ./cmd/slotbench -dsn ... -instances 8 -workers 8   # 8 app instances of 8 writers each
 //
 // The database comes from -driver (mysql, postgres, sqlite) or from the
 // DSN's scheme (mysql://, postgres://, postgresql://, sqlite://, file:), or,
@@ -40,6 +41,14 @@
 // to -svg. With the defaults (4 worker counts × 7 cells × 5 runs × 1 s) a
 // sweep takes about 4 minutes.
 //
+// With -instances N each run of a cell is N separate processes (slotbench
+// runs itself again), each with its own pool of -workers connections and its
+// own plugin and coalescer: N app instances of -workers writers each, the
+// shape most deployments run. One process coalesces all its writers into few
+// statements and hides the contention between them, so a one-process sweep
+// recommends too few slots for many instances; measure the shape you run.
+// The report and the recommendation say which shape they assumed.
+//
 // It touches only two scratch tables of its own, slotbench_<random>_counters
 // and slotbench_<random>_rows, and drops them at the end, also after an error
 // or Ctrl-C/SIGTERM (a second Ctrl-C quits at once and may leave them
@@ -64,6 +73,9 @@ import (
 )
 
 func main() {
+	if os.Getenv(instanceEnv) != "" { // one app instance of a sweep with -instances (instances.go)
+		os.Exit(runInstance(os.Stdin, os.Stdout))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -27,6 +27,10 @@ func writeTable(w io.Writer, res *Result) error {
 	fmt.Fprintf(&b, "slotbench on %s: %d worker counts × (single-row + %d slot counts) × %s of %s, interleaved\n",
 		res.Database, len(s.Workers), len(s.Slots), plural(s.Repeat, "run"), strconv.FormatFloat(s.DurationSeconds, 'f', -1, 64)+"s")
 	b.WriteString("ops/s: the median of a cell's runs; spread: their min–max; vs 1-row: medians' ratio\n")
+	if s.Instances > 1 {
+		fmt.Fprintf(&b, "shape: %d app instances per cell, each a separate process with its own pool and coalescer; workers: "+
+			"writers per instance; ops/s: all instances together\n", s.Instances)
+	}
 	fmt.Fprintf(&b, "baseline: %s\n", s.Baseline)
 	fmt.Fprintf(&b, "slotted:  slotted.AddRef(db, Ref{...}, 1) on one hot counter, plugin retries %d\n", s.PluginRetries)
 	if note := evidenceNote[res.Database.Dialect]; note != "" {

@@ -33,8 +33,9 @@ type Result struct {
 // Settings echoes what was run, so a JSON document stands on its own.
 type Settings struct {
 	Slots           []int   `json:"slots"`
-	Workers         []int   `json:"workers"`
-	Repeat          int     `json:"repeat"` // runs per cell, interleaved
+	Workers         []int   `json:"workers"`   // per instance
+	Instances       int     `json:"instances"` // separate processes per cell, each with its own pool and coalescer
+	Repeat          int     `json:"repeat"`    // runs per cell, interleaved
 	DurationSeconds float64 `json:"duration_seconds"`
 	MaxOps          int64   `json:"max_ops"`
 	Expect          int     `json:"expect"`
@@ -87,6 +88,13 @@ func newSweep(opts Options) (*sweep, error) {
 	}
 	s := &sweep{opts: opts, target: t, prefix: scratchPrefix(), connectPause: connectPause}
 	s.runOne = s.runCell
+	if opts.Instances > 1 {
+		if t.dialect == dialectSQLite {
+			t.cleanup()
+			return nil, fmt.Errorf("%w: -instances needs MariaDB/MySQL or PostgreSQL (SQLite lets one writer in at a time)", errUsage)
+		}
+		s.runOne = s.runInstances
+	}
 	return s, nil
 }
 
@@ -142,7 +150,7 @@ type cellKey struct{ workers, slots int }
 func (s *sweep) Run(ctx context.Context) (res *Result, err error) {
 	o := s.opts
 	res = &Result{Settings: Settings{
-		Slots: o.Slots, Workers: o.Workers, Repeat: o.Repeat, DurationSeconds: o.Duration.Seconds(), MaxOps: o.MaxOps,
+		Slots: o.Slots, Workers: o.Workers, Instances: max(1, o.Instances), Repeat: o.Repeat, DurationSeconds: o.Duration.Seconds(), MaxOps: o.MaxOps,
 		Expect: o.Expect, ExpectRequested: o.ExpectRequested, PluginRetries: o.Retries,
 		Baseline:      "prepared " + fmt.Sprintf(baselineSQL, s.rowsTable()) + " (database/sql *sql.Stmt, id = 1)",
 		ScratchPrefix: s.prefix,
@@ -154,7 +162,7 @@ func (s *sweep) Run(ctx context.Context) (res *Result, err error) {
 	if res.Database, err = dbInfo(ctx, s.admin, s.target.dialect); err != nil {
 		return res, err
 	}
-	if err := connectionRoom(ctx, s.admin, s.target.dialect, o.Workers[len(o.Workers)-1]); err != nil {
+	if err := connectionRoom(ctx, s.admin, s.target.dialect, max(1, o.Instances)*o.Workers[len(o.Workers)-1]); err != nil {
 		return res, err
 	}
 	defer func() {
@@ -182,7 +190,7 @@ func (s *sweep) Run(ctx context.Context) (res *Result, err error) {
 				res.Cells = append(res.Cells, *c)
 			}
 		}
-		res.Recommendation = recommendFor(res.Cells, o.Expect, s.target.dialect)
+		res.Recommendation = recommendForInstances(res.Cells, max(1, o.Instances), o.Expect, s.target.dialect)
 	}
 	total, done := len(order)*o.Repeat, 0
 	start := time.Now()
