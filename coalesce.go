@@ -59,6 +59,9 @@ type coalescer struct {
 	dead    bool        // removed from p.coalescers: callers look it up again
 	pending []*waiter   // queued callers, oldest first; empty unless leaders == MaxInFlight
 	index   map[Ref]int // take's scratch: a counter's row in the batch
+	// onceKinds is take's scratch too: the AddOnce (false) or RemoveOnce
+	// (true) keys in the batch.
+	onceKinds map[[3]Key]bool
 }
 
 type waiterState uint8
@@ -360,9 +363,10 @@ func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 // next statement. The leader's own rows are always taken, however many.
 func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 	if c.index == nil {
-		c.index = map[Ref]int{}
+		c.index, c.onceKinds = map[Ref]int{}, map[[3]Key]bool{}
 	}
 	clear(c.index)
+	clear(c.onceKinds)
 	for _, o := range c.pending {
 		if o.lead && o != w {
 			continue // promoted by another leader's hand-over: it writes a batch of its own
@@ -402,7 +406,11 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 			continue
 		}
 		if o.once != nil {
-			if o == w || keys < c.p.cfg.MaxBatch {
+			// An AddOnce and a RemoveOnce of one key go in separate batches,
+			// in queue order: a batch inserts its keys before it deletes.
+			key, remove := onceKeyOf(&o.once.row), o.once.rowsFor != nil
+			if kind, seen := c.onceKinds[key]; (o == w || keys < c.p.cfg.MaxBatch) && (!seen || kind == remove) {
+				c.onceKinds[key] = remove
 				keys++
 				o.state = taken
 				batch = append(batch, o)
