@@ -63,6 +63,9 @@ type coalescer struct {
 	markers markerPool  // outcome markers of its statements (outcome.go)
 
 	lingering lingerState // Config.Linger (linger.go)
+	// onceKinds is take's scratch too: the AddOnce (false) or RemoveOnce
+	// (true) keys in the batch.
+	onceKinds map[[3]Key]bool
 }
 
 type waiterState uint8
@@ -379,9 +382,10 @@ func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 // next statement. The leader's own rows are always taken, however many.
 func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 	if c.index == nil {
-		c.index = map[Ref]int{}
+		c.index, c.onceKinds = map[Ref]int{}, map[[3]Key]bool{}
 	}
 	clear(c.index)
+	clear(c.onceKinds)
 	for _, o := range c.pending {
 		if o.lead && o != w {
 			continue // promoted by another leader's hand-over: it writes a batch of its own
@@ -421,7 +425,11 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 			continue
 		}
 		if o.once != nil {
-			if o == w || keys < c.p.cfg.MaxBatch {
+			// An AddOnce and a RemoveOnce of one key go in separate batches,
+			// in queue order: a batch inserts its keys before it deletes.
+			key, remove := onceKeyOf(&o.once.row), o.once.rowsFor != nil
+			if kind, seen := c.onceKinds[key]; (o == w || keys < c.p.cfg.MaxBatch) && (!seen || kind == remove) {
+				c.onceKinds[key] = remove
 				keys++
 				o.state = taken
 				batch = append(batch, o)

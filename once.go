@@ -74,6 +74,7 @@ func ExpireAfter(ttl time.Duration) OnceOption { return func(o *onceOptions) { o
 //	applied, err := slotted.AddOnce(db, &post, "likes", 1, "user:7")
 //	// BEGIN
 //	// INSERT IGNORE INTO `slotted_once` (`record_type`,`record_id`,`op_key`,`delta`,`expires_at`) VALUES ('posts.likes','42','user:7',1,NULL)
+//	//   RETURNING `record_type`,`record_id`,`op_key`
 //	// INSERT INTO `slotted_counters` (...) VALUES ('posts.likes','42',17,1) ON DUPLICATE KEY UPDATE ...  -- if the key was new
 //	// COMMIT
 //
@@ -121,15 +122,16 @@ func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOptio
 
 // RemoveOnce undoes AddOnce: if key is recorded (and not expired) for the
 // counter, it deletes the key and subtracts the delta AddOnce added, in one
-// transaction, and reports true; otherwise it writes nothing. "Unlike" is
+// transaction (shared with concurrent calls, like AddOnce's), and reports
+// true; otherwise it writes nothing. A bucketed counter's delta comes off its
+// total and the bucket of the RemoveOnce call. "Unlike" is
 // RemoveOnce with the user's id; retrying it is safe too, as the key is gone
 // after the first success. model's field moves by the subtracted delta.
 //
 //	removed, err := slotted.RemoveOnce(db, &post, "likes", "user:7")
 //	// BEGIN
-//	// SELECT `delta` FROM `slotted_once` WHERE `record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7'
-//	//   AND (`expires_at` IS NULL OR `expires_at` > '2026-...') LIMIT 1 FOR UPDATE
-//	// DELETE FROM `slotted_once` WHERE `record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7'
+//	// DELETE FROM `slotted_once` WHERE ((`record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7'))
+//	//   AND (`expires_at` IS NULL OR `expires_at` > '2026-...') RETURNING `record_type`,`record_id`,`op_key`,`delta`
 //	// INSERT INTO `slotted_counters` (...) VALUES ('posts.likes','42',5,-1) ON DUPLICATE KEY UPDATE ...
 //	// COMMIT
 func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed bool, err error) {
@@ -222,30 +224,19 @@ func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key
 // removeOnce deletes the key and subtracts its delta in one write transaction.
 // rowsFor gives the rows a delta of the counter touches (rowsOf).
 func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, rowsFor func(delta int64) []batchRow, key string) (delta int64, removed bool, err error) {
-	err = p.writeTx(db, func(tx *gorm.DB) error {
-		removed = false
-		var rows []onceRow
-		q := tx.Table(p.cfg.OnceTable).Select("delta").Where(onceCondition(ref, key)).
-			Where(clause.Or(clause.Eq{Column: clause.Column{Name: "expires_at"}, Value: nil},
-				clause.Gt{Column: clause.Column{Name: "expires_at"}, Value: time.Now().UTC()})).Limit(1)
-		if p.dialect.lockingReads { // SQLite's BEGIN IMMEDIATE already holds the database's write lock
-			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
-		}
-		if err := q.Find(&rows).Error; err != nil || len(rows) == 0 {
-			return err
-		}
-		res := tx.Table(p.cfg.OnceTable).Where(onceCondition(ref, key)).Delete(&onceRow{})
-		if res.Error != nil || res.RowsAffected != 1 {
-			return res.Error // locked above: another undo cannot have deleted it meanwhile
-		}
-		delta = rows[0].Delta
-		if err := p.writeDeltas(tx, rowsFor(-delta)); err != nil {
-			return err
-		}
-		removed = true
-		return nil
-	})
-	return delta, removed && err == nil, err
+	w := &onceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key)}, rowsFor: rowsFor}
+	pool, inTx := p.pool(db)
+	if c := p.coalescerFor(db, pool, inTx); c != nil {
+		err = p.coalesceRows(db, c, batchRow{}, nil, w)
+	} else {
+		err = p.writeTx(db, func(tx *gorm.DB) error {
+			return p.applyOnces(tx, nil, []*waiter{{once: w}})
+		})
+	}
+	if err != nil || !w.applied {
+		return 0, false, err
+	}
+	return w.row.Delta, true, nil
 }
 
 // insertIgnore: the key's insert is INSERT IGNORE (MySQL/MariaDB), not

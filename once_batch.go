@@ -33,8 +33,11 @@ import (
 
 // onceWrite is the key an AddOnce caller's rows are guarded by, and its outcome.
 type onceWrite struct {
-	row     onceRow
-	applied bool // set by the batch that wrote it, read by the caller after the batch's outcome
+	row onceRow
+	// rowsFor, set for RemoveOnce, gives the rows a delta touches: the key is
+	// deleted and rowsFor(-its delta) written. nil for AddOnce.
+	rowsFor func(delta int64) []batchRow
+	applied bool // set by the batch that wrote it (RemoveOnce: row.Delta too), read by the caller after the batch's outcome
 }
 
 // onceKeyOf is the key's identity.
@@ -50,10 +53,16 @@ func compareOnceKeys(a, b *waiter) int {
 // (or expired), marking those applied. Everything it writes is computed from
 // what it reads in tx, so a retried transaction starts over.
 func (p *Plugin) applyOnces(tx *gorm.DB, rows []batchRow, onces []*waiter) error {
+	var adds, removes []*waiter
 	for _, o := range onces {
 		o.once.applied = false
+		if o.once.rowsFor != nil {
+			removes = append(removes, o)
+		} else {
+			adds = append(adds, o)
+		}
 	}
-	keys := slices.Clone(onces)
+	keys := slices.Clone(adds)
 	slices.SortStableFunc(keys, compareOnceKeys) // stable: the first queued of one key is first
 	keys = slices.CompactFunc(keys, func(a, b *waiter) bool { return compareOnceKeys(a, b) == 0 })
 	if err := p.insertKeys(tx, keys); err != nil {
@@ -74,6 +83,18 @@ func (p *Plugin) applyOnces(tx *gorm.DB, rows []batchRow, onces []*waiter) error
 	for _, o := range keys {
 		if o.once.applied {
 			all = append(all, o.rows...)
+		}
+	}
+	if len(removes) > 0 {
+		slices.SortStableFunc(removes, compareOnceKeys)
+		removes = slices.CompactFunc(removes, func(a, b *waiter) bool { return compareOnceKeys(a, b) == 0 })
+		if err := p.deleteKeys(tx, removes); err != nil {
+			return err
+		}
+		for _, o := range removes {
+			if o.once.applied {
+				all = append(all, o.once.rowsFor(-o.once.row.Delta)...)
+			}
 		}
 	}
 	all, err := sumRows(all)
@@ -217,4 +238,67 @@ func (p *Plugin) replaceExpired(tx *gorm.DB, seen []*waiter) error {
 	}
 	// The transaction holds the keys' locks since its DELETE: they go in.
 	return p.insertKeys(tx, again)
+}
+
+// deleteKeys deletes the live keys of removes (sorted, distinct) with one
+// statement that returns the ones it deleted and their deltas, and marks
+// their callers applied. An expired key is left for PruneKeys, as absent.
+//
+//	DELETE FROM `slotted_once` WHERE ((`record_type` = ? AND `record_id` = ? AND `op_key` = ?) OR (...))
+//	  AND (`expires_at` IS NULL OR `expires_at` > ?) RETURNING `record_type`,`record_id`,`op_key`,`delta`
+func (p *Plugin) deleteKeys(tx *gorm.DB, removes []*waiter) error {
+	var b strings.Builder
+	q := func(name string) { tx.Dialector.QuoteTo(&b, name) }
+	b.WriteString("DELETE FROM ")
+	q(p.cfg.OnceTable)
+	b.WriteString(" WHERE (")
+	vals := make([]any, 0, len(removes)*3+1)
+	for i, o := range removes {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteByte('(')
+		for j, c := range []string{"record_type", "record_id", "op_key"} {
+			if j > 0 {
+				b.WriteString(" AND ")
+			}
+			q(c)
+			b.WriteString(" = ?")
+		}
+		b.WriteByte(')')
+		r := &o.once.row
+		vals = append(vals, string(r.RecordType), string(r.RecordID), string(r.OpKey))
+	}
+	b.WriteString(") AND (")
+	q("expires_at")
+	b.WriteString(" IS NULL OR ")
+	q("expires_at")
+	b.WriteString(" > ?) RETURNING ")
+	for i, c := range []string{"record_type", "record_id", "op_key", "delta"} {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		q(c)
+	}
+	vals = append(vals, time.Now().UTC())
+	res, err := tx.Raw(b.String(), vals...).Rows()
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	index := make(map[[3]Key]*waiter, len(removes))
+	for _, o := range removes {
+		index[onceKeyOf(&o.once.row)] = o
+	}
+	for res.Next() {
+		var k [3]string
+		var delta int64
+		if err := res.Scan(&k[0], &k[1], &k[2], &delta); err != nil {
+			return err
+		}
+		if o, ok := index[[3]Key{Key(k[0]), Key(k[1]), Key(k[2])}]; ok {
+			o.once.applied, o.once.row.Delta = true, delta
+		}
+	}
+	return res.Err()
 }

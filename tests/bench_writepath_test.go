@@ -34,7 +34,8 @@ type BenchRailsLike struct {
 //   - bucketed: Increment of a buckets:day counter (its total and bucket rows, coalesced);
 //   - once:     AddOnce with a fresh key per call (coalesced: one key INSERT … RETURNING per batch);
 //   - rails:    INSERT a likes row + UPDATE posts SET likes_count = likes_count + 1, one transaction;
-//   - bucketed-perop: the bucketed Increment with DisableCoalescing (a two-row statement per write).
+//   - bucketed-perop: the bucketed Increment with DisableCoalescing (a two-row statement per write);
+//   - plain-perop: the plain Increment with DisableCoalescing (one upsert per write).
 //
 // It reports lock conflicts (deadlocks, lock wait timeouts; all retried) per 10k writes of the
 // two bucketed sides. Ignores b.N: SLOTTED_BENCH_ROUNDS rounds (default 6) of SLOTTED_BENCH_WINDOW_MS
@@ -95,10 +96,11 @@ func BenchmarkWritePathPaired(b *testing.B) {
 					peropWrites.Add(1)
 					return slotted.Increment(perop, &BenchVideo{ID: v.ID}, "views")
 				},
+				func() error { return slotted.Increment(perop, &BenchVideo{ID: v.ID}, "likes") },
 			}
-			names := []string{"plain", "bucketed", "once", "rails", "bucketed-perop"}
+			names := []string{"plain", "bucketed", "once", "rails", "bucketed-perop", "plain-perop"}
 			rates := make([][]float64, len(sides))
-			var bucketed, once []float64
+			var bucketed, once, coalesced []float64
 			var conflicts, peropConflicts uint64
 			for r := 0; r < rounds; r++ {
 				got := make([]float64, len(sides))
@@ -122,6 +124,7 @@ func BenchmarkWritePathPaired(b *testing.B) {
 					rates[k] = append(rates[k], got[k])
 				}
 				bucketed, once = append(bucketed, got[1]/got[0]), append(once, got[2]/got[3])
+				coalesced = append(coalesced, got[0]/got[5])
 			}
 			for i, n := range names {
 				b.ReportMetric(median(rates[i]), n+"-ops/s")
@@ -129,6 +132,7 @@ func BenchmarkWritePathPaired(b *testing.B) {
 			b.ReportMetric(median(bucketed), "bucketed/plain")
 			b.ReportMetric(slices.Min(bucketed), "min-bucketed/plain")
 			b.ReportMetric(median(once), "once/rails")
+			b.ReportMetric(median(coalesced), "plain/plain-perop")
 			b.ReportMetric(slices.Min(once), "min-once/rails")
 			b.ReportMetric(float64(conflicts)*10000/float64(max(bucketedWrites.Load(), 1)), "bucketed-conflicts/10k")
 			b.ReportMetric(float64(peropConflicts)*10000/float64(max(peropWrites.Load(), 1)), "perop-conflicts/10k")

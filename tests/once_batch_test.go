@@ -208,3 +208,111 @@ func TestAddOnceBatchOverflow(t *testing.T) {
 		assert.Len(t, onceKeys(t, db), 47)
 	}, oneInFlight)
 }
+
+// TestRemoveOnceBatch: 32 RemoveOnce (16 keys twice) and 16 AddOnce queued
+// behind a held statement share one transaction: one DELETE … RETURNING
+// removes each key once (the first queued), the AddOnce keys go in, and the
+// count moves by exactly what was removed and added.
+func TestRemoveOnceBatch(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		freshOnce(t, db)
+		post := Post{Title: "undo"}
+		require.NoError(t, db.Create(&post).Error)
+		for i := range 16 {
+			ok, err := slotted.AddOnce(db, &Post{ID: post.ID}, "likes", 2, fmt.Sprintf("user:%d", i))
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+		var deletes atomic.Int32
+		require.NoError(t, db.Callback().Row().Before("gorm:row").Register("test:delete_count", func(tx *gorm.DB) {
+			if sql := tx.Statement.SQL.String(); strings.HasPrefix(sql, "DELETE") && strings.Contains(sql, slotted.DefaultOnceTable) {
+				deletes.Add(1)
+			}
+		}))
+		t.Cleanup(func() { _ = db.Callback().Row().Remove("test:delete_count") })
+		hold, started, release := held(1)
+		installGate(t, db, hold)
+		first := queue([]func() error{func() error { p := Post{ID: post.ID}; return slotted.Increment(db, &p, "likes") }})
+		<-started
+		var removed, added atomic.Int32
+		writes := make([]func() error, 48)
+		for i := range writes {
+			writes[i] = func() error {
+				p := Post{ID: post.ID}
+				if i < 32 {
+					ok, err := slotted.RemoveOnce(db, &p, "likes", fmt.Sprintf("user:%d", i%16))
+					if ok {
+						removed.Add(1)
+						if p.Likes != -2 {
+							return fmt.Errorf("removed, but the field moved by %d", p.Likes)
+						}
+					}
+					return err
+				}
+				ok, err := slotted.AddOnce(db, &p, "likes", 1, fmt.Sprintf("new:%d", i))
+				if ok {
+					added.Add(1)
+				}
+				return err
+			}
+		}
+		rest := queue(writes)
+		waitQueued(t, db, 48)
+		close(release)
+		require.NoError(t, first()[0])
+		for i, err := range rest() {
+			require.NoError(t, err, "write %d", i)
+		}
+		assert.EqualValues(t, 16, removed.Load())
+		assert.EqualValues(t, 16, added.Load())
+		assert.EqualValues(t, 1+16, countOf(t, db, &post))
+		assert.Len(t, onceKeys(t, db), 16, "the new keys only")
+		assert.EqualValues(t, 1, deletes.Load(), "one DELETE for the 32 removals")
+	}, oneInFlight)
+}
+
+// TestOnceAddRemoveSameKeyOneQueue: AddOnce then RemoveOnce of one key,
+// queued together, apply in queue order (added, then removed), and the
+// reverse order removes nothing and adds.
+func TestOnceAddRemoveSameKeyOneQueue(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		freshOnce(t, db)
+		post := Post{Title: "order"}
+		require.NoError(t, db.Create(&post).Error)
+		for _, addFirst := range []bool{true, false} {
+			key := fmt.Sprintf("k:%v", addFirst)
+			hold, started, release := held(1)
+			installGate(t, db, hold)
+			first := queue([]func() error{func() error { p := Post{ID: post.ID}; return slotted.Increment(db, &p, "likes") }})
+			<-started
+			var addOK, removeOK atomic.Bool
+			add := func() error {
+				ok, err := slotted.AddOnce(db, &Post{ID: post.ID}, "likes", 1, key)
+				addOK.Store(ok)
+				return err
+			}
+			remove := func() error {
+				ok, err := slotted.RemoveOnce(db, &Post{ID: post.ID}, "likes", key)
+				removeOK.Store(ok)
+				return err
+			}
+			ops := []func() error{remove, add}
+			if addFirst {
+				ops = []func() error{add, remove}
+			}
+			done0 := queue(ops[:1])
+			waitQueued(t, db, 1)
+			done1 := queue(ops[1:])
+			waitQueued(t, db, 2)
+			close(release)
+			require.NoError(t, first()[0])
+			require.NoError(t, done0()[0])
+			require.NoError(t, done1()[0])
+			assert.True(t, addOK.Load(), "add first %v", addFirst)
+			assert.Equal(t, addFirst, removeOK.Load(), "add first %v", addFirst)
+			_ = db.Callback().Raw().Remove("test:gate")
+		}
+		// +1 (held) +1 -1 ; +1 (held) +1
+		assert.EqualValues(t, 3, countOf(t, db, &post))
+	}, oneInFlight)
+}
