@@ -1,6 +1,7 @@
 package slotted
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -69,7 +70,7 @@ func (p *Plugin) writeCounter(db *gorm.DB, c *counter, id string, delta int64) e
 	bucketType := bucketType(c.recordType, c.bucket.of(p.cfg.Now()).label)
 	pool, inTx := p.pool(db)
 	ctx := contextOf(db)
-	return p.withRetry(ctx, inTx, func() error {
+	return p.withRetry(ctx, inTx, func(ctx context.Context) error {
 		vals := appendArgs(make([]any, 0, len(p.bucketSQL.upsertArgs)), p.bucketSQL.upsertArgs, c.recordType, id, rand.IntN(c.slots), delta, bucketType)
 		return overflowed(execRendered(db, pool, ctx, p.bucketSQL.upsert, vals).Error)
 	})

@@ -155,7 +155,7 @@ func (p *Plugin) writeRows(db *gorm.DB, rows []batchRow) error {
 // transaction retried as a whole, so the rows are written all or none.
 func (p *Plugin) upsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, inTx bool, rows []batchRow) error {
 	if shapeFloor(min(len(rows), maxBatchRows)) == len(rows) {
-		return p.withRetry(ctx, inTx, func() error { return p.execRows(db, pool, ctx, rows) })
+		return p.withRetry(ctx, inTx, func(ctx context.Context) error { return p.execRows(db, pool, ctx, rows) })
 	}
 	run := func(tx *gorm.DB) error {
 		pool, ctx := tx.Statement.ConnPool, contextOf(tx)
@@ -241,7 +241,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	}
 	pool, inTx := p.pool(db)
 	ctx := contextOf(db)
-	return p.withRetry(ctx, inTx, func() error { _, err := exec(pool, ctx); return err })
+	return p.withRetry(ctx, inTx, func(ctx context.Context) error { _, err := exec(pool, ctx); return err })
 }
 
 // conditioned reports whether a query selects less than the whole table: a

@@ -303,7 +303,7 @@ func (c *coalescer) write(w *waiter, rows []batchRow, callers int) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), c.p.cfg.BatchTimeout)
 	defer cancel()
 	sortRows(rows)
-	return c.p.withRetry(ctx, false, func() error { return c.p.execRows(w.db, c.key.pool, ctx, rows) })
+	return c.p.batchDone(ctx, batchStart(), len(rows), callers, c.p.withRetry(ctx, false, func(ctx context.Context) error { return c.p.execRows(w.db, c.key.pool, ctx, rows) }))
 }
 
 // take moves the next batch out of the queue: the callers of the first

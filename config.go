@@ -74,6 +74,21 @@ type Config struct {
 	// Writes inside a transaction are never coalesced. Default: false (coalesce).
 	DisableCoalescing bool
 
+	// DisablePrepared runs the plugin's own statements (the upserts and the sum) unprepared. By
+	// default it prepares them once per connection, as the user's statements need not be. Turn it
+	// on behind a pooler in transaction mode (PgBouncer pool_mode=transaction, hosted poolers),
+	// where a statement prepared on one server connection is missing on the next: see
+	// docs/production.md. Default: false, set by db.Use when the PostgreSQL dialector prefers the
+	// simple protocol (postgres.Config{PreferSimpleProtocol: true}) or its DSN sets
+	// default_query_exec_mode=simple_protocol or exec. Set it yourself when you hand gorm a pool
+	// you opened (postgres.Config{Conn: ...}): the plugin cannot see that pool's settings.
+	DisablePrepared bool
+
+	// Observer, when set, receives events from inside the plugin (coalesced statements, lock
+	// conflicts, Runner passes) for metrics and traces: see Observer and the module
+	// github.com/slotted-go/slotted/otel. Default: nil (none).
+	Observer Observer
+
 	// MaxBatch bounds the counter rows one coalesced statement writes; a batch of more than 8
 	// rows is rounded down to a power of two (the rest goes into the next statement), so each
 	// connection prepares at most a dozen statement shapes. Default: 128. Range: 1..1024.
