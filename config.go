@@ -29,11 +29,13 @@ type Config struct {
 
 	// Table is the counter table's name, optionally schema-qualified ("stats.counters").
 	// Letters, digits, '_' and '$' only; each part at most 64 bytes (MySQL/MariaDB, SQLite) or 63
-	// (PostgreSQL). Default: "slotted_counters" (DefaultTable).
+	// (PostgreSQL). Default: "slotted_counters" (DefaultTable), after gorm's NamingStrategy
+	// TablePrefix when one is set, unless the database has the unprefixed table only (an earlier
+	// version's; see docs/production.md).
 	Table string
 
 	// OnceTable is the table of AddOnce's keys, named like Table. Default: "slotted_once"
-	// (DefaultOnceTable).
+	// (DefaultOnceTable), prefixed as Table is.
 	OnceTable string
 
 	// DisableAutoMigrate stops db.Use from creating or migrating the counter table; run
