@@ -226,7 +226,7 @@ func (p *Plugin) addOnce(db *gorm.DB, ref Ref, slots int, delta int64, key strin
 		applied = true
 		return nil
 	})
-	return applied && err == nil, err
+	return p.onceDone(applied && err == nil, err)
 }
 
 // insertKey inserts row unless its key is there, reporting whether it did.

@@ -141,8 +141,9 @@ func (o *Observer) Watch(db *gorm.DB) (metric.Registration, error) {
 	}
 	m := o.meter
 	var (
-		errs                                   [6]error
+		errs                                   [7]error
 		retries, seen, batches, writes, shapes metric.Int64ObservableCounter
+		once                                   metric.Int64ObservableCounter
 		waiting                                metric.Int64ObservableGauge
 	)
 	retries, errs[0] = m.Int64ObservableCounter("slotted.retries", metric.WithDescription("statements or transactions run again after a lock conflict"))
@@ -151,6 +152,7 @@ func (o *Observer) Watch(db *gorm.DB) (metric.Registration, error) {
 	writes, errs[3] = m.Int64ObservableCounter("slotted.writes", metric.WithDescription("writes outside a transaction, each carried by a coalesced statement"))
 	waiting, errs[4] = m.Int64ObservableGauge("slotted.writes.waiting", metric.WithDescription("writes queued for the next coalesced statement"))
 	shapes, errs[5] = m.Int64ObservableCounter("slotted.batch.statements", metric.WithDescription("coalesced statements by counter rows written (rows: 1..8, 16, 32, ...)"))
+	once, errs[6] = m.Int64ObservableCounter("slotted.once", metric.WithDescription("AddOnce calls by outcome: applied (a new key) or duplicate (a key already recorded)"))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -170,8 +172,10 @@ func (o *Observer) Watch(db *gorm.DB) (metric.Registration, error) {
 		for rows, n := range s.BatchRows {
 			obs.ObserveInt64(shapes, int64(n), set, metric.WithAttributes(attribute.Int("rows", rows)))
 		}
+		obs.ObserveInt64(once, int64(s.OnceApplied), set, metric.WithAttributes(attribute.String("outcome", "applied")))
+		obs.ObserveInt64(once, int64(s.OnceDuplicates), set, metric.WithAttributes(attribute.String("outcome", "duplicate")))
 		return nil
-	}, retries, seen, batches, writes, waiting, shapes)
+	}, retries, seen, batches, writes, waiting, shapes, once)
 }
 
 // WatchBuffer registers asynchronous instruments over buf.Stats(), labelled

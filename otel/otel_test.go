@@ -163,6 +163,12 @@ func TestMetricsAndSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	for _, key := range []string{"a", "b", "a"} {
+		if _, err := slotted.AddOnce(db, &post{ID: p.ID}, "likes", 1, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	runCtx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	passes := 0
@@ -177,8 +183,8 @@ func TestMetricsAndSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != writers*each+10 {
-		t.Fatalf("count %d, want %d", n, writers*each+10)
+	if n != writers*each+10+2 {
+		t.Fatalf("count %d, want %d", n, writers*each+10+2)
 	}
 
 	var rm metricdata.ResourceMetrics
@@ -201,6 +207,10 @@ func TestMetricsAndSpans(t *testing.T) {
 	}
 	if got := total(points(t, rm, "slotted.retries")); got != retried {
 		t.Errorf("slotted.retries = %d, want %d (the retried conflicts)", got, retried)
+	}
+	once := points(t, rm, "slotted.once")
+	if once[key(attribute.String("outcome", "applied"))] != 2 || once[key(attribute.String("outcome", "duplicate"))] != 1 {
+		t.Errorf("slotted.once = %v, want applied 2, duplicate 1", once)
 	}
 	bufSet := key(attribute.String("buffer", "views"))
 	if got := points(t, rm, "slotted.buffer.written")[bufSet]; got != 10 {

@@ -45,7 +45,7 @@ type Collector struct {
 }
 
 type descs struct {
-	retries, conflicts, batches, writes, waiting, statements          *prometheus.Desc
+	retries, conflicts, batches, writes, waiting, statements, once    *prometheus.Desc
 	pending, pendingWrites, flushes, flushErrors, written, overflowed *prometheus.Desc
 }
 
@@ -73,6 +73,7 @@ func (c *Collector) build(labels prometheus.Labels) descs {
 		writes:        d("writes_total", "Writes outside a transaction, each carried by a coalesced statement."),
 		waiting:       d("writes_waiting", "Writes queued for the next coalesced statement."),
 		statements:    d("batch_statements_total", "Coalesced statements by counter rows written.", "rows"),
+		once:          d("once_total", "AddOnce calls by outcome: applied (a new key) or duplicate.", "outcome"),
 		pending:       d("buffer_pending", "Counters held in a write-behind buffer, not yet written.", "buffer"),
 		pendingWrites: d("buffer_pending_writes", "Add calls held in a write-behind buffer, not yet written.", "buffer"),
 		flushes:       d("buffer_flushes_total", "Buffer flushes that wrote their deltas.", "buffer"),
@@ -94,7 +95,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.mu.Lock()
 	d := c.descs
 	c.mu.Unlock()
-	for _, x := range []*prometheus.Desc{d.retries, d.conflicts, d.batches, d.writes, d.waiting, d.statements,
+	for _, x := range []*prometheus.Desc{d.retries, d.conflicts, d.batches, d.writes, d.waiting, d.statements, d.once,
 		d.pending, d.pendingWrites, d.flushes, d.flushErrors, d.written, d.overflowed} {
 		ch <- x
 	}
@@ -120,6 +121,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for rows, n := range s.BatchRows {
 			counter(d.statements, n, strconv.Itoa(rows))
 		}
+		counter(d.once, s.OnceApplied, "applied")
+		counter(d.once, s.OnceDuplicates, "duplicate")
 	} else {
 		ch <- prometheus.NewInvalidMetric(d.retries, err)
 	}

@@ -107,6 +107,11 @@ func TestScrape(t *testing.T) {
 	if err := buf.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	for _, key := range []string{"a", "b", "a"} {
+		if _, err := slotted.AddOnce(db, &post{ID: p.ID}, "likes", 1, key); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	body := scrape(t, reg)
 	stats, err := slotted.StatsOf(db)
@@ -122,6 +127,8 @@ func TestScrape(t *testing.T) {
 		`slotted_buffer_written_total{buffer="views",db_name="app"} 10`,
 		`slotted_buffer_pending{buffer="views",db_name="app"} 0`,
 		`slotted_buffer_flush_errors_total{buffer="views",db_name="app"} 0`,
+		`slotted_once_total{db_name="app",outcome="applied"} 2`,
+		`slotted_once_total{db_name="app",outcome="duplicate"} 1`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("scrape lacks %q:\n%s", want, body)
@@ -138,7 +145,7 @@ func TestScrape(t *testing.T) {
 		t.Errorf("statements by rows %d, batches %d", statements, stats.Batches)
 	}
 	n, err := slotted.Count(db, &post{ID: p.ID}, "likes")
-	if err != nil || n != writers*each+10 {
+	if err != nil || n != writers*each+10+2 {
 		t.Fatalf("count %d, %v", n, err)
 	}
 }
