@@ -54,7 +54,7 @@ func conflictLines(out string) int {
 // impatient opens a pool on the test's database whose lock waits fail fast
 // (InnoDB's 1 s minimum, PostgreSQL's lock_timeout 50ms, SQLite without busy
 // timeout), logging through gorm's default logger into out, with the plugin.
-func impatient(t *testing.T, db *gorm.DB, out *syncBuffer, cfg slotted.Config) *gorm.DB {
+func impatient(t *testing.T, db *gorm.DB, out *syncBuffer, cfg slotted.Config, level ...logger.LogLevel) *gorm.DB {
 	t.Helper()
 	var d gorm.Dialector
 	switch dialect(db) {
@@ -68,7 +68,11 @@ func impatient(t *testing.T, db *gorm.DB, out *syncBuffer, cfg slotted.Config) *
 		path, _, _ := strings.Cut(strings.TrimPrefix(file.(string), "file:"), "?")
 		d = sqliteOpen(sqliteDSN(path, 20, true)) // 20 ms: writers still give up on the held lock, not so often on each other
 	}
-	lg := logger.New(log.New(out, "\r\n", log.LstdFlags), logger.Config{SlowThreshold: 10 * time.Second, LogLevel: logger.Warn})
+	lv := logger.Warn
+	if len(level) > 0 {
+		lv = level[0]
+	}
+	lg := logger.New(log.New(out, "\r\n", log.LstdFlags), logger.Config{SlowThreshold: 10 * time.Second, LogLevel: lv})
 	w, err := gorm.Open(d, &gorm.Config{Logger: lg})
 	require.NoError(t, err)
 	sqlDB, err := w.DB()
@@ -148,5 +152,16 @@ func TestFinalConflictLogged(t *testing.T) {
 		st, err := slotted.StatsOf(w)
 		require.NoError(t, err)
 		assert.EqualValues(t, 2, st.Retries)
+
+		// At Info level each retried conflict is a line of its own, not an error trace.
+		var info syncBuffer
+		w = impatient(t, db, &info, slotted.Config{MaxRetries: 2, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond,
+			DisableCoalescing: true}, logger.Info)
+		release = holdLock(t, db, ref)
+		err = slotted.Increment(w, &Tag{Name: tag.Name}, "uses")
+		release()
+		require.Error(t, err)
+		assert.Equal(t, 2, strings.Count(info.String(), "slotted: retrying after a lock conflict"), info.String())
+		assert.Equal(t, 3, conflictLines(info.String()), "two retries at Info, the final error:\n%s", info.String())
 	})
 }
