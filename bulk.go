@@ -237,6 +237,9 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 			return 0, tx.Error
 		}
 		res := db.Callback().Raw().Execute(tx)
+		if res.Error == nil && res.DryRun {
+			return 0, ErrDryRun // rendered and logged, not run
+		}
 		return res.RowsAffected, overflowed(res.Error)
 	}
 	pool, inTx := p.pool(db)

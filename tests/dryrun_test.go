@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,6 +43,12 @@ func TestDryRunReportsNothingDone(t *testing.T) {
 		_, err = slotted.NewBuffer(dry, slotted.BufferOptions{})
 		assert.ErrorIs(t, err, slotted.ErrDryRun)
 		assert.ErrorIs(t, slotted.Load(dry, &[]Post{{ID: post.ID}}), slotted.ErrDryRun)
+		assert.ErrorIs(t, slotted.AddEach(dry, &p, map[string]int64{"likes": 1, "views": 2}), slotted.ErrDryRun)
+		assert.ErrorIs(t, slotted.AddMany(dry, []*Post{&p}, "likes", 1), slotted.ErrDryRun)
+		assert.ErrorIs(t, slotted.AddRefs(dry, map[slotted.Ref]int64{ref: 1, {Type: ref.Type, ID: "other"}: 2}), slotted.ErrDryRun)
+		if err := slotted.AddWhere(dry.Model(&Post{}).Where("id = ?", post.ID), "likes", 1); !errors.Is(err, errors.ErrUnsupported) {
+			assert.ErrorIs(t, err, slotted.ErrDryRun)
+		}
 		assert.EqualValues(t, 10, p.Likes)
 
 		// Scopes only build SQL: a dry Find renders the ordered query as gorm does.
