@@ -16,6 +16,9 @@ import (
 // fields alone; scopes still render.
 func TestDryRunReportsNothingDone(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		// openDB leaves the once table: a key of an earlier run must not answer for this one.
+		require.NoError(t, db.Migrator().DropTable(slotted.DefaultOnceTable))
+		require.NoError(t, slotted.Migrate(db))
 		post := Post{Title: "dry"}
 		require.NoError(t, db.Create(&post).Error)
 		require.NoError(t, slotted.Add(db, &post, "likes", 5))
