@@ -55,7 +55,7 @@ type BucketProgress struct {
 //	// DELETE FROM slotted_counters WHERE record_type = 'posts.views@2026-08-25' AND record_id = '1' AND slot IN (0,3) OR ...
 func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress, error) {
 	var prog BucketProgress
-	p, err := pluginOf(db)
+	p, err := liveOf(db)
 	if err != nil {
 		return prog, err
 	}
@@ -167,8 +167,8 @@ func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType strin
 			rows[i].RecordType = Key(recordType)
 		}
 		// Deleting named rows is idempotent: retried on lock conflicts like a write.
-		err = p.withRetry(ctx, inTransaction(db), func() error {
-			res := primary(db, p.cfg.Table).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
+		err = p.withRetry(ctx, inTransaction(db), func(ctx context.Context) error {
+			res := primary(db, p.cfg.Table).WithContext(ctx).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
 			removed += res.RowsAffected
 			return res.Error
 		})

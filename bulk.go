@@ -148,7 +148,7 @@ func AddRefs(db *gorm.DB, deltas map[Ref]int64) error {
 // transaction retried as a whole, so the rows are written all or none.
 func (p *Plugin) upsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, inTx bool, rows []batchRow) error {
 	if shapeFloor(min(len(rows), maxBatchRows)) == len(rows) {
-		return p.withRetry(ctx, inTx, func() error { return p.execRows(db, pool, ctx, rows) })
+		return p.withRetry(ctx, inTx, func(ctx context.Context) error { return p.execRows(db, pool, ctx, rows) })
 	}
 	run := func(tx *gorm.DB) error {
 		pool, ctx := tx.Statement.ConnPool, contextOf(tx)
@@ -226,12 +226,16 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		if tx.Error != nil {
 			return tx.Error
 		}
-		return overflowed(db.Callback().Raw().Execute(tx).Error)
+		res := db.Callback().Raw().Execute(tx)
+		if res.Error == nil && res.DryRun {
+			return ErrDryRun // rendered and logged, not run
+		}
+		return overflowed(res.Error)
 	}
 	pool, inTx := p.pool(db)
 	ctx := contextOf(db)
 	if c.bucket == nil {
-		return p.withRetry(ctx, inTx, func() error { return exec(pool, ctx, c.recordType) })
+		return p.withRetry(ctx, inTx, func(ctx context.Context) error { return exec(pool, ctx, c.recordType) })
 	}
 	// A bucketed counter: the totals and the current bucket's rows, a second
 	// INSERT … SELECT of the same records in the same transaction (total

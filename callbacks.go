@@ -53,6 +53,9 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	if err := d.After("gorm:delete").Before("gorm:after_delete").Register("slotted:delete_counters", p.deleteCounters); err != nil {
 		return err
 	}
+	if err := registerQuietRetry(db); err != nil {
+		return err
+	}
 	return p.registerCacheCallbacks(db)
 }
 

@@ -81,7 +81,11 @@ func execRendered(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, query st
 	tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
 	inherit(tx.Statement, db.Statement, true)
 	tx.Statement.SQL.WriteString(query)
-	return db.Callback().Raw().Execute(tx)
+	res := db.Callback().Raw().Execute(tx)
+	if res.Error == nil && res.DryRun {
+		res.Error = ErrDryRun // rendered and logged, not written: the model's field must not move
+	}
+	return res
 }
 
 // questionMarks wraps the dialect so rendered statements keep '?' placeholders:

@@ -364,13 +364,17 @@ func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), c.p.cfg.BatchTimeout)
 	defer cancel()
 	sortRows(rows)
+	start := batchStart()
+	var err error
 	if onces := onceWaiters(batch); onces != nil {
-		return c.p.writeTx(w.db.WithContext(ctx), func(tx *gorm.DB) error { return c.p.applyOnces(tx, rows, onces) })
+		err = c.p.writeTx(w.db.WithContext(ctx), func(tx *gorm.DB) error { return c.p.applyOnces(tx, rows, onces) })
+	} else {
+		// One statement when the rows are a shape; several in one transaction
+		// when multi-row writes left a row of the shape empty or the leader's own
+		// write is larger than a shape.
+		err = c.upsert(w.db, ctx, rows, batchRow{})
 	}
-	// One statement when the rows are a shape; several in one transaction
-	// when multi-row writes left a row of the shape empty or the leader's own
-	// write is larger than a shape.
-	return c.upsert(w.db, ctx, rows, batchRow{})
+	return c.p.batchDone(ctx, start, len(rows), len(batch), err)
 }
 
 // take moves the next batch out of the queue: the callers of the first

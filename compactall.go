@@ -62,7 +62,7 @@ type CompactProgress struct {
 // the run.
 func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 	var prog CompactProgress
-	p, err := pluginOf(db)
+	p, err := liveOf(db)
 	if err != nil {
 		return prog, err
 	}

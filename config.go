@@ -29,11 +29,13 @@ type Config struct {
 
 	// Table is the counter table's name, optionally schema-qualified ("stats.counters").
 	// Letters, digits, '_' and '$' only; each part at most 64 bytes (MySQL/MariaDB, SQLite) or 63
-	// (PostgreSQL). Default: "slotted_counters" (DefaultTable).
+	// (PostgreSQL). Default: "slotted_counters" (DefaultTable), after gorm's NamingStrategy
+	// TablePrefix when one is set, unless the database has the unprefixed table only (an earlier
+	// version's; see docs/production.md).
 	Table string
 
 	// OnceTable is the table of AddOnce's keys, named like Table. Default: "slotted_once"
-	// (DefaultOnceTable).
+	// (DefaultOnceTable), prefixed as Table is.
 	OnceTable string
 
 	// OnceExpireAfter is how long AddOnce keeps a key when the call passes neither ExpireAfter nor
@@ -93,6 +95,21 @@ type Config struct {
 	// Without it such an error may hide a write that was counted (on MariaDB, most of them).
 	// Ignored on SQLite (no connection to lose). Default: false (see docs/outcomes.md for its cost).
 	OutcomeMarkers bool
+
+	// DisablePrepared runs the plugin's own statements (the upserts and the sum) unprepared. By
+	// default it prepares them once per connection, as the user's statements need not be. Turn it
+	// on behind a pooler in transaction mode (PgBouncer pool_mode=transaction, hosted poolers),
+	// where a statement prepared on one server connection is missing on the next: see
+	// docs/production.md. Default: false, set by db.Use when the PostgreSQL dialector prefers the
+	// simple protocol (postgres.Config{PreferSimpleProtocol: true}) or its DSN sets
+	// default_query_exec_mode=simple_protocol or exec. Set it yourself when you hand gorm a pool
+	// you opened (postgres.Config{Conn: ...}): the plugin cannot see that pool's settings.
+	DisablePrepared bool
+
+	// Observer, when set, receives events from inside the plugin (coalesced statements, lock
+	// conflicts, Runner passes) for metrics and traces: see Observer and the module
+	// github.com/slotted-go/slotted/otel. Default: nil (none).
+	Observer Observer
 
 	// MaxBatch bounds the counter rows one coalesced statement writes; a batch of more than 8
 	// rows is rounded down to a power of two (the rest goes into the next statement), so each

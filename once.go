@@ -218,7 +218,7 @@ func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key
 			return p.applyOnces(tx, nil, []*waiter{{rows: rows, once: w}})
 		})
 	}
-	return err == nil && w.applied, err
+	return p.onceDone(err == nil && w.applied, err)
 }
 
 // removeOnce deletes the key and subtracts its delta in one write transaction.

@@ -62,9 +62,13 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 			return fmt.Errorf("slotted: asking the server for wsrep_on (Galera): %w", err)
 		}
 	}
+	p.cfg = p.prefixed(db, p.cfg)
 	cfg, err := p.cfg.withDefaults(p.dialect.galera)
 	if err != nil {
 		return err
+	}
+	if p.dialect.name == "postgres" && prefersUnprepared(db.Dialector) {
+		cfg.DisablePrepared = true
 	}
 	p.cfg = cfg
 	if err := checkTableName(cfg.Table, p.dialect.name); err != nil {

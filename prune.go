@@ -35,8 +35,8 @@ func (p *Plugin) pruneKeys(ctx context.Context, db *gorm.DB, now time.Time) (pru
 			return pruned, err
 		}
 		slices.SortFunc(keys, compareOnce) // delete in key order, as one transaction locks its keys
-		err = p.withRetry(ctx, inTransaction(db), func() error {
-			res := primary(db, p.cfg.OnceTable).Table(p.cfg.OnceTable).Where(expired).Where(keysCondition(keys)).Delete(&onceRow{})
+		err = p.withRetry(ctx, inTransaction(db), func(ctx context.Context) error {
+			res := primary(db, p.cfg.OnceTable).WithContext(ctx).Table(p.cfg.OnceTable).Where(expired).Where(keysCondition(keys)).Delete(&onceRow{})
 			pruned += res.RowsAffected
 			return res.Error
 		})

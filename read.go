@@ -48,8 +48,8 @@ func (p *Plugin) sum(db *gorm.DB, recordType, recordID string) (int64, error) {
 	// Rows, not Row: on a failed prepare gorm's prepared-statement pool hands
 	// back an empty *sql.Row whose Scan panics.
 	rows, err := tx.Raw(p.sql.sum, args(p.sql.sumArgs, recordType, recordID, 0, 0)...).Rows()
-	if tx.DryRun { // rendered and logged; nothing to scan
-		return 0, nil
+	if tx.DryRun { // rendered and logged; nothing was read
+		return 0, ErrDryRun
 	}
 	if err != nil {
 		return 0, overflowed(err)
@@ -155,8 +155,8 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 		waitCausally(q)
 	}
 	rows, err := q.Rows()
-	if tx.DryRun { // rendered and logged; there is nothing to scan
-		return nil
+	if tx.DryRun { // rendered and logged; nothing was read
+		return ErrDryRun
 	}
 	if err != nil {
 		return overflowed(err)

@@ -93,20 +93,28 @@ func ConflictOf(err error) Conflict {
 // withRetry runs op, retrying transient lock conflicts with full-jitter
 // exponential backoff. inTx disables retries: a deadlock has already rolled
 // the caller's transaction back, so repeating one statement would be wrong.
-func (p *Plugin) withRetry(ctx context.Context, inTx bool, op func() error) error {
+// op runs its statements on the context it gets: a conflict it retries past
+// is kept out of the user's logger (retrylog.go).
+func (p *Plugin) withRetry(ctx context.Context, inTx bool, op func(ctx context.Context) error) error {
+	opCtx, scope := p.scoped(ctx, inTx)
 	for attempt := 0; ; attempt++ {
-		err := op()
+		scope.attempt()
+		err := op(opCtx)
 		if err == nil {
 			return nil
 		}
 		kind := ConflictOf(err)
 		if kind == NoConflict {
+			scope.final()
 			return err
 		}
 		p.stats.conflicts[kind].Add(1)
 		if inTx || attempt >= p.cfg.MaxRetries {
+			p.conflicted(ctx, kind, attempt, false, err)
+			scope.final()
 			return err
 		}
+		p.conflicted(ctx, kind, attempt, true, err)
 		ceiling := p.cfg.MinRetryBackoff << min(attempt, 20)
 		if ceiling <= 0 || ceiling > p.cfg.MaxRetryBackoff {
 			ceiling = p.cfg.MaxRetryBackoff
@@ -116,6 +124,7 @@ func (p *Plugin) withRetry(ctx context.Context, inTx bool, op func() error) erro
 			select {
 			case <-ctx.Done():
 				t.Stop()
+				scope.final()
 				return errors.Join(ctx.Err(), err)
 			case <-t.C:
 			}

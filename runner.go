@@ -60,7 +60,8 @@ type Pass struct {
 // Run runs passes until ctx ends, then returns nil. It returns an error at
 // once only when the runner cannot work at all (no plugin, nothing to do).
 func (r Runner) Run(ctx context.Context, db *gorm.DB) error {
-	if _, err := pluginOf(db); err != nil {
+	p, err := liveOf(db)
+	if err != nil {
 		return err
 	}
 	if r.Compact == nil && len(r.RollUp) == 0 && !r.PruneKeys && r.Buckets == nil {
@@ -87,6 +88,7 @@ func (r Runner) Run(ctx context.Context, db *gorm.DB) error {
 		if pass.Err != nil && ctx.Err() == nil {
 			r.OnError(pass.Err)
 		}
+		passDone(ctx, p, pass)
 		if r.OnPass != nil {
 			r.OnPass(pass)
 		}

@@ -41,6 +41,9 @@ func (p *Plugin) pool(db *gorm.DB) (gorm.ConnPool, bool) {
 	case gorm.TxCommitter:
 		return db.Statement.ConnPool, true
 	case *sql.DB:
+		if p.cfg.DisablePrepared {
+			return cp, false
+		}
 		return p.stmtPoolOf(cp), false
 	case nil:
 		return db.Config.ConnPool, false
@@ -65,7 +68,7 @@ func (p *Plugin) stmtPoolOf(sqlDB *sql.DB) *stmtPool {
 // fixed statements are prepared, never the user's.
 func (p *Plugin) keepPrepared(db *gorm.DB) {
 	sqlDB, ok := db.Statement.ConnPool.(*sql.DB)
-	if !ok || !p.ownStatement(db.Statement.SQL.String()) {
+	if !ok || p.cfg.DisablePrepared || !p.ownStatement(db.Statement.SQL.String()) {
 		return
 	}
 	db.Statement.ConnPool = p.stmtPoolOf(sqlDB)
@@ -197,6 +200,9 @@ func (p *Plugin) session(db *gorm.DB) *gorm.DB {
 // inside the caller's transaction it cannot, and reads what the caller's
 // transaction sees.
 func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
+	if db.DryRun {
+		return ErrDryRun
+	}
 	if inTransaction(db) {
 		return fn(db.Session(&gorm.Session{NewDB: true}))
 	}
@@ -209,7 +215,8 @@ func (p *Plugin) writeTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	// the same gap. Exactness never relied on them: only rows locked by the
 	// transaction are summed and deleted.
 	readCommitted := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	return p.withRetry(ctx, false, func() error {
+	return p.withRetry(ctx, false, func(ctx context.Context) error {
+		base := base.WithContext(ctx)
 		switch {
 		case p.dialect.galera:
 			// Catch up with the cluster, then BEGIN on the same connection (the

@@ -21,19 +21,37 @@ type Stats struct {
 	// (a broken connection), settled by reading their marker.
 	SettledLanded uint64 // had committed: reported as written, not written again
 	SettledLost   uint64 // had not: retried or reported as not written
+
+	// AddOnce / AddRefOnce outcomes (inside a caller's transaction: as decided there, before its commit).
+	OnceApplied    uint64 // keys that were new (or expired): the delta was added
+	OnceDuplicates uint64 // keys already recorded: nothing was added
 }
 
 type stats struct {
 	retries   atomic.Uint64
 	conflicts [Busy + 1]atomic.Uint64
 
-	settledLanded, settledLost atomic.Uint64
+	settledLanded, settledLost  atomic.Uint64
+	onceApplied, onceDuplicates atomic.Uint64
+}
+
+// onceDone counts an AddOnce's outcome and returns it.
+func (p *Plugin) onceDone(applied bool, err error) (bool, error) {
+	switch {
+	case err != nil:
+	case applied:
+		p.stats.onceApplied.Add(1)
+	default:
+		p.stats.onceDuplicates.Add(1)
+	}
+	return applied, err
 }
 
 // Stats returns the plugin's counters: how often writes hit lock conflicts and were retried.
 func (p *Plugin) Stats() Stats {
 	s := Stats{Retries: p.stats.retries.Load(), Conflicts: map[Conflict]uint64{},
-		SettledLanded: p.stats.settledLanded.Load(), SettledLost: p.stats.settledLost.Load()}
+		SettledLanded: p.stats.settledLanded.Load(), SettledLost: p.stats.settledLost.Load(),
+		OnceApplied: p.stats.onceApplied.Load(), OnceDuplicates: p.stats.onceDuplicates.Load()}
 	p.batching.report(&s)
 	for c := Deadlock; c <= Busy; c++ {
 		if n := p.stats.conflicts[c].Load(); n > 0 {

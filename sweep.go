@@ -32,7 +32,7 @@ type SweepProgress struct {
 // integers, UUIDs): a record created again under a swept id would start at 0.
 func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	var prog SweepProgress
-	p, err := pluginOf(db)
+	p, err := liveOf(db)
 	if err != nil {
 		return prog, err
 	}

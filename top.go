@@ -122,7 +122,7 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 		Limit(n)
 	rows, err := tx.Rows()
 	if tx.DryRun {
-		return nil, nil
+		return nil, ErrDryRun
 	}
 	if err != nil {
 		return nil, err

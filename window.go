@@ -201,7 +201,7 @@ func (p *Plugin) windowSums(db *gorm.DB, types, ids []string, perBucket bool, in
 				Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: anys(ichunk)}).
 				Group(group.Name).Rows()
 			if tx.DryRun {
-				continue
+				return ErrDryRun
 			}
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package slotted
 
 import (
+	"context"
 	"math/rand/v2"
 
 	"gorm.io/gorm"
@@ -76,7 +77,7 @@ func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta 
 // building, no parsing of the SQL; one statement allocation per attempt.
 func (p *Plugin) upsertOne(db *gorm.DB, pool gorm.ConnPool, inTx bool, recordType, recordID string, slots int, delta int64) error {
 	ctx := contextOf(db)
-	return overflowed(p.withRetry(ctx, inTx, func() error {
+	return overflowed(p.withRetry(ctx, inTx, func(ctx context.Context) error {
 		// A fresh slot on each attempt: the one that conflicted is the hottest.
 		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
 		return execRendered(db, pool, ctx, p.sql.upsert, vals).Error

@@ -116,7 +116,7 @@ type bufEntry struct {
 //	defer buf.Close(context.Background())
 //	buf.Add(&post, "views", 1) // returns at once; written within a second
 func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
-	p, err := pluginOf(db)
+	p, err := liveOf(db)
 	if err != nil {
 		return nil, err
 	}

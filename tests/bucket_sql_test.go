@@ -55,7 +55,7 @@ func TestRenderedBucketSQL(t *testing.T) {
 			now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 			require.NoError(t, db.Use(slotted.New(slotted.Config{DisableAutoMigrate: true, Now: func() time.Time { return now }})))
 
-			require.NoError(t, slotted.Add(db, &Page{ID: 7}, "views", 3))
+			require.ErrorIs(t, slotted.Add(db, &Page{ID: 7}, "views", 3), slotted.ErrDryRun) // rendered and logged, not run
 			require.NoError(t, db.Scopes(slotted.OrderBy(&Page{}, "likes", "DESC")).Find(&[]Page{}).Error)
 			require.NoError(t, db.Scopes(slotted.OrderByBetween(&Page{}, "views", "DESC", now.AddDate(0, 0, -6), now)).Find(&[]Page{}).Error)
 			got := rec.statements()

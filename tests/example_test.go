@@ -560,7 +560,7 @@ func Example_pluginStats() {
 	p := slotted.New(slotted.Config{})
 	_ = db.Use(p)
 	fmt.Printf("%+v\n", p.Stats())
-	// Output: {Retries:0 Conflicts:map[] Batches:0 BatchedWrites:0 BatchRows:map[] Waiting:0 SettledLanded:0 SettledLost:0}
+	// Output: {Retries:0 Conflicts:map[] Batches:0 BatchedWrites:0 BatchRows:map[] Waiting:0 SettledLanded:0 SettledLost:0 OnceApplied:0 OnceDuplicates:0}
 }
 
 func Example_addEach() {

@@ -65,10 +65,12 @@ func TestRenderedSQL(t *testing.T) {
 			require.NoError(t, db.Use(slotted.New(slotted.Config{DisableAutoMigrate: true})))
 
 			post := Post{ID: 7}
-			require.NoError(t, slotted.Add(db, &post, "likes", 3))
+			// DryRun renders and logs each statement; the calls report that nothing ran.
+			require.ErrorIs(t, slotted.Add(db, &post, "likes", 3), slotted.ErrDryRun)
+			require.Zero(t, post.Likes, "nothing was written")
 			_, err = slotted.Count(db, &post, "likes")
-			require.NoError(t, err)
-			require.NoError(t, slotted.Load(db, []Post{{ID: 7}, {ID: 8}}))
+			require.ErrorIs(t, err, slotted.ErrDryRun)
+			require.ErrorIs(t, slotted.Load(db, []Post{{ID: 7}, {ID: 8}}), slotted.ErrDryRun)
 
 			got := rec.statements()
 			require.Len(t, got, 3)
