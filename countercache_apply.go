@@ -40,7 +40,7 @@ func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	if tx, ok := db.Statement.ConnPool.(*sql.Tx); ok && p.dialect.name == "mysql" {
+	if tx, ok := db.Statement.ConnPool.(*sql.Tx); ok && p.dialect.name == "mysql" && !p.cfg.DisablePrepared {
 		if sqlDB, err := db.DB(); err == nil {
 			db.Statement.ConnPool = txPrepared{Tx: tx, p: p, stmts: p.stmtPoolOf(sqlDB)}
 			defer func() { db.Statement.ConnPool = tx }()
