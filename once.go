@@ -18,9 +18,12 @@ import (
 //
 //	BEGIN                                      -- BEGIN IMMEDIATE on SQLite
 //	INSERT IGNORE INTO `slotted_once` (`record_type`,`record_id`,`op_key`,`delta`,`expires_at`)
-//	  VALUES ('posts.likes','42','user:7',1,NULL)                -- PG/SQLite: ON CONFLICT (...) DO NOTHING
-//	INSERT INTO `slotted_counters` ... ON DUPLICATE KEY UPDATE ...  -- only if the key was inserted (1 row)
+//	  VALUES ('posts.likes','42','user:7',1,NULL) RETURNING ...   -- PG/SQLite: ON CONFLICT (...) DO NOTHING RETURNING
+//	INSERT INTO `slotted_counters` ... ON DUPLICATE KEY UPDATE ...  -- only if the key came back (was inserted)
 //	COMMIT
+//
+// Concurrent calls share that transaction, their keys in one INSERT
+// (once_batch.go).
 //
 // Either both commit or neither does, so a retry with the same key finds the
 // key and adds nothing. The key is per counter (its record_type and
