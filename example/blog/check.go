@@ -154,8 +154,14 @@ func runCheck(base string, clk *clock, posts []Post, clients, users int) error {
 		})
 	}
 	wg.Wait()
-	if st := c.do("POST", "/api/posts/999999/view", nil, nil); st != http.StatusNotFound {
-		c.failf("view of a missing post: status %d, want 404", st)
+	// Writes to a missing post (MustExist) and reads of one answer 404.
+	for _, req := range []struct{ method, path string }{
+		{"POST", "/api/posts/999999/view"}, {"POST", "/api/posts/999999/like"}, {"DELETE", "/api/posts/999999/like"},
+		{"POST", "/api/posts/999999/comments"}, {"GET", "/api/posts/999999"}, {"POST", "/api/posts/x/view"},
+	} {
+		if st := c.do(req.method, req.path, url.Values{"user": {"user0"}}, nil); st != http.StatusNotFound {
+			c.failf("%s %s (a missing post): status %d, want 404", req.method, req.path, st)
+		}
 	}
 	writes := c.requests.Load()
 

@@ -168,7 +168,7 @@ func run(dsn, addr string, numPosts int, rollup time.Duration, check bool, clien
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: (&app{db: db, now: clk.Now}).routes(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: (&app{db: db}).routes(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Print(err)

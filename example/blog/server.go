@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -16,8 +15,7 @@ import (
 )
 
 type app struct {
-	db  *gorm.DB
-	now func() time.Time // the counters' clock (Config.Now)
+	db *gorm.DB
 }
 
 func (a *app) routes() http.Handler {
@@ -53,24 +51,35 @@ type pageJSON struct {
 	Read   string     `json:"read"`
 }
 
-// post loads one post or answers 404. The SELECT guards the writes too: a
-// write to a missing post would succeed and leave an orphan counter.
-// TODO(issue #20, item 6): use the library's missing-record guard once it exists.
-func (a *app) post(w http.ResponseWriter, r *http.Request) (*Post, bool) {
+// postID reads the post's id from the path; 0 (no post: the handlers answer
+// 404 without a query) when it is not a positive number.
+func postID(r *http.Request) uint {
 	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
-	var p Post
-	if err == nil {
-		err = a.db.WithContext(r.Context()).First(&p, id).Error
+	if err != nil || uint64(uint(id)) != id {
+		return 0
 	}
-	if err != nil {
-		status := http.StatusInternalServerError
-		if errors.Is(err, gorm.ErrRecordNotFound) || id == 0 {
-			status = http.StatusNotFound
-		}
-		http.Error(w, err.Error(), status)
-		return nil, false
+	return uint(id)
+}
+
+// guarded is the handlers' db for counter writes: under MustExist a write
+// first looks its post up on the primary (one primary-key SELECT) and
+// returns slotted.ErrRecordNotFound, writing nothing, when the post is
+// missing. Without it a like of post 999 would succeed and leave an orphan
+// counter.
+func (a *app) guarded(r *http.Request) *gorm.DB {
+	return slotted.MustExist(a.db.WithContext(r.Context()))
+}
+
+// writeError answers a failed write: 404 for a missing post, 400 for bad input, else 500.
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, slotted.ErrRecordNotFound), errors.Is(err, gorm.ErrRecordNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, slotted.ErrInvalidArgument):
+		status = http.StatusBadRequest
 	}
-	return &p, true
+	http.Error(w, err.Error(), status)
 }
 
 // user is the caller: ?user=, a name of 1..64 bytes (a real app takes it from its session).
@@ -83,8 +92,9 @@ func user(r *http.Request) (string, error) {
 }
 
 func (a *app) like(w http.ResponseWriter, r *http.Request) {
-	p, ok := a.post(w, r)
-	if !ok {
+	id := postID(r)
+	if id == 0 {
+		http.NotFound(w, r)
 		return
 	}
 	u, err := user(r)
@@ -92,7 +102,7 @@ func (a *app) like(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "?user= is required", http.StatusBadRequest)
 		return
 	}
-	db := a.db.WithContext(r.Context())
+	db, p := a.guarded(r), &Post{ID: id}
 	var applied bool
 	if r.Method == http.MethodDelete {
 		applied, err = slotted.RemoveOnce(db, p, "likes", "user:"+u)
@@ -101,40 +111,57 @@ func (a *app) like(w http.ResponseWriter, r *http.Request) {
 		applied, err = slotted.AddOnce(db, p, "likes", 1, "user:"+u)
 	}
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		writeError(w, err)
 		return
 	}
 	writeJSON(w, map[string]bool{"applied": applied})
 }
 
 func (a *app) view(w http.ResponseWriter, r *http.Request) {
-	p, ok := a.post(w, r)
-	if !ok {
+	id := postID(r)
+	if id == 0 {
+		http.NotFound(w, r)
 		return
 	}
-	if err := slotted.Increment(a.db.WithContext(r.Context()), p, "views"); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+	if err := slotted.Increment(a.guarded(r), &Post{ID: id}, "views"); err != nil {
+		writeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// comment creates a comment; the CounterCache moves Post.Comments in the
+// INSERT's transaction. MustExist guards the writes that name a model (Add,
+// Increment, AddOnce, RemoveOnce, ...), not a child's INSERT, so the post is
+// looked up first, as MustExist would: a guard, not a constraint (a post
+// deleted in between still gets the comment). Not in one transaction with
+// the INSERT: on SQLite a transaction that reads, then writes, fails with
+// "database is locked" at once when another writer holds the lock.
 func (a *app) comment(w http.ResponseWriter, r *http.Request) {
-	p, ok := a.post(w, r)
-	if !ok {
+	id := postID(r)
+	if id == 0 {
+		http.NotFound(w, r)
 		return
 	}
-	c := Comment{PostID: p.ID, Body: r.URL.Query().Get("body")}
-	if err := a.db.WithContext(r.Context()).Create(&c).Error; err != nil { // the CounterCache moves Post.Comments in this INSERT's transaction
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+	db := a.db.WithContext(r.Context())
+	if err := slotted.WithoutFill(db).Select("id").First(&Post{}, id).Error; err != nil {
+		writeError(w, err)
+		return
+	}
+	c := Comment{PostID: id, Body: r.URL.Query().Get("body")}
+	if err := db.Create(&c).Error; err != nil {
+		writeError(w, err)
 		return
 	}
 	writeJSON(w, map[string]uint{"id": c.ID})
 }
 
+// show: GET /api/posts/{id}?user=ann. A read, so a plain First answers
+// 404 (gorm.ErrRecordNotFound); auto-fill reads its counters.
 func (a *app) show(w http.ResponseWriter, r *http.Request) {
-	p, ok := a.post(w, r)
-	if !ok {
+	id := postID(r)
+	if id == 0 {
+		http.NotFound(w, r)
 		return
 	}
 	u, err := user(r)
@@ -142,7 +169,12 @@ func (a *app) show(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	out, err := a.describe(r, []Post{*p}, u)
+	var p Post
+	if err := a.db.WithContext(r.Context()).First(&p, id).Error; err != nil {
+		writeError(w, err)
+		return
+	}
+	out, err := a.describe(r, []Post{p}, u)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -154,7 +186,7 @@ func (a *app) show(w http.ResponseWriter, r *http.Request) {
 func (a *app) list(w http.ResponseWriter, r *http.Request) {
 	page, err := a.listPage(r)
 	if err != nil {
-		httpError(w, err)
+		writeError(w, err)
 		return
 	}
 	writeJSON(w, page)
@@ -188,7 +220,7 @@ func (a *app) listPage(r *http.Request) (*pageJSON, error) {
 func (a *app) trending(w http.ResponseWriter, r *http.Request) {
 	page, err := a.trendingPage(r)
 	if err != nil {
-		httpError(w, err)
+		writeError(w, err)
 		return
 	}
 	writeJSON(w, page)
@@ -216,26 +248,26 @@ func (a *app) trendingPage(r *http.Request) (*pageJSON, error) {
 }
 
 // describe turns posts (counters filled by auto-fill) into their JSON, with
-// the week's sparkline and whether user liked each.
+// the week's sparkline and whether user liked each: two statements for the
+// whole page, whatever its length.
 func (a *app) describe(r *http.Request, posts []Post, user string) ([]postJSON, error) {
 	db := a.db.WithContext(r.Context())
 	liked, err := likedBy(db, posts, user)
 	if err != nil {
 		return nil, err
 	}
-	// The sparkline's window: the 7 days ending today, in the counters' zone (UTC here), midnight to midnight.
-	y, m, d := a.now().UTC().Date()
-	from, to := time.Date(y, m, d-(days-1), 0, 0, 0, 0, time.UTC), time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+	// LastDays(7): the 7 day buckets ending with today's, resolved at
+	// Config.Now in the counter's zone (UTC here), so no day arithmetic here,
+	// and -check's clock is the one that decides which day is today. One
+	// statement reads the series of every post of the page.
+	series, err := slotted.SeriesMany(db, &posts, "views", slotted.LastDays(days))
+	if err != nil {
+		return nil, err
+	}
 	out := make([]postJSON, len(posts))
 	for i, p := range posts {
-		// TODO(issue #20, items 2 and 4): a "last 7 days" window and one Series for the whole page
-		// replace this day arithmetic and the per-post loop once they exist.
-		series, err := slotted.Series(db, &posts[i], "views", from, to)
-		if err != nil {
-			return nil, err
-		}
-		j := postJSON{ID: p.ID, Title: p.Title, Likes: p.Likes, Comments: p.Comments, Liked: liked[p.ID]}
-		for _, b := range series {
+		j := postJSON{ID: p.ID, Title: p.Title, Likes: p.Likes, Comments: p.Comments, Liked: liked[i]}
+		for _, b := range series[i] {
 			j.Sparkline = append(j.Sparkline, b.Count)
 			j.Days = append(j.Days, b.Start.Format("01-02"))
 			j.ViewsWeek += b.Count
@@ -245,29 +277,14 @@ func (a *app) describe(r *http.Request, posts []Post, user string) ([]postJSON, 
 	return out, nil
 }
 
-// likedBy returns which of posts user has liked.
-//
-// TODO(issue #20, item 1): replace this query of the once table by the
-// library's key lookup ("has this key been applied", for a page of records)
-// once it exists. AddOnce stores each like's key "user:<name>" in blog_once
-// with the counter's record_type and the post's id as record_id.
-func likedBy(db *gorm.DB, posts []Post, user string) (map[uint]bool, error) {
-	liked := map[uint]bool{}
+// likedBy returns, for each of posts in order, whether user has liked it:
+// whether AddOnce applied the key "user:<name>" to its likes (and no
+// RemoveOnce took it back). One statement for the page.
+func likedBy(db *gorm.DB, posts []Post, user string) ([]bool, error) {
 	if user == "" || len(posts) == 0 {
-		return liked, nil
+		return make([]bool, len(posts)), nil
 	}
-	ids := make([]string, len(posts))
-	for i, p := range posts {
-		ids[i] = strconv.FormatUint(uint64(p.ID), 10)
-	}
-	var got []string
-	err := db.Table(onceTable).Where("record_type = ? AND op_key = ? AND record_id IN ?", "blog_posts.likes", "user:"+user, ids).
-		Where("expires_at IS NULL OR expires_at > ?", time.Now().UTC()).Pluck("record_id", &got).Error
-	for _, id := range got {
-		n, _ := strconv.ParseUint(id, 10, 64)
-		liked[uint(n)] = true
-	}
-	return liked, err
+	return slotted.AppliedMany(db, &posts, "likes", "user:"+user)
 }
 
 func atoi(s string, def int) int {
@@ -281,14 +298,6 @@ func atoi(s string, def int) int {
 	return n
 }
 
-func httpError(w http.ResponseWriter, err error) {
-	status := http.StatusInternalServerError
-	if errors.Is(err, slotted.ErrInvalidArgument) {
-		status = http.StatusBadRequest
-	}
-	http.Error(w, err.Error(), status)
-}
-
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
@@ -298,13 +307,13 @@ func writeJSON(w http.ResponseWriter, v any) {
 func (a *app) home(w http.ResponseWriter, r *http.Request) {
 	list, err := a.listPage(r)
 	if err != nil {
-		httpError(w, err)
+		writeError(w, err)
 		return
 	}
 	r.URL.RawQuery = "limit=5"
 	trend, err := a.trendingPage(r)
 	if err != nil {
-		httpError(w, err)
+		writeError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
