@@ -1,8 +1,10 @@
 // Command blog is a small blog API on net/http that counts with slotted:
-// likes one per user (AddOnce), views per day with a 7-day sparkline
-// (buckets:day), comment counts kept by a CounterCache, a listing sorted by
-// likes with offset and cursor pagination (List, exact or fast), and
-// "trending this week" (Trending, a score that halves every day).
+// likes one per user (AddOnce, "liked by me" by AppliedMany), views per day
+// with a 7-day sparkline (buckets:day, SeriesMany over LastDays(7)), comment
+// counts kept by a CounterCache, a listing sorted by likes with offset and
+// cursor pagination (List, exact or fast), and "trending this week"
+// (Trending, a score that halves every day). Writes run under MustExist, so
+// a write to a missing post answers 404 and writes nothing.
 //
 //	go run ./example/blog                                   # SQLite in a temporary file, http://127.0.0.1:8080/
 //	go run ./example/blog -dsn 'root@tcp(127.0.0.1:3306)/blog?parseTime=true'
