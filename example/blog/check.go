@@ -158,6 +158,7 @@ func runCheck(base string, clk *clock, posts []Post, clients, users int) error {
 	for _, req := range []struct{ method, path string }{
 		{"POST", "/api/posts/999999/view"}, {"POST", "/api/posts/999999/like"}, {"DELETE", "/api/posts/999999/like"},
 		{"POST", "/api/posts/999999/comments"}, {"GET", "/api/posts/999999"}, {"POST", "/api/posts/x/view"},
+		{"POST", "/api/posts/9223372036854775808/like"}, // past the BIGINT id column
 	} {
 		if st := c.do(req.method, req.path, url.Values{"user": {"user0"}}, nil); st != http.StatusNotFound {
 			c.failf("%s %s (a missing post): status %d, want 404", req.method, req.path, st)

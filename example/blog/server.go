@@ -52,10 +52,12 @@ type pageJSON struct {
 }
 
 // postID reads the post's id from the path; 0 (no post: the handlers answer
-// 404 without a query) when it is not a positive number.
+// 404 without a query) when it is not a positive number that fits the id
+// column (a BIGINT: PostgreSQL's driver refuses to send an id past MaxInt64,
+// an error that is no 404).
 func postID(r *http.Request) uint {
-	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
-	if err != nil || uint64(uint(id)) != id {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 || int64(uint(id)) != id {
 		return 0
 	}
 	return uint(id)
