@@ -49,6 +49,7 @@ type cacheSpec struct {
 	weight      int64
 	weightSet   bool
 	withDeleted bool
+	touch       bool
 }
 
 // Where counts only the children matching an SQL condition on the child
@@ -105,11 +106,12 @@ type counterCache struct {
 	sum     *schema.Field // nil: count the children
 	where   *clause.Expr  // nil: every live child
 	match   func(reflect.Value) bool
-	weight  int64 // what one child counts (Weight), 1 by default
-	deleted bool  // soft-deleted children count too (WithDeleted)
-	fkAt    int   // the foreign key's position among the image's foreign key columns
-	sumAt   int   // the sum column's position among the image's sum columns
-	flagAt  int   // the condition's position among the image's condition flags
+	weight  int64         // what one child counts (Weight), 1 by default
+	deleted bool          // soft-deleted children count too (WithDeleted)
+	touch   *schema.Field // the parent's auto-update time column (Touch), or nil
+	fkAt    int           // the foreign key's position among the image's foreign key columns
+	sumAt   int           // the sum column's position among the image's sum columns
+	flagAt  int           // the condition's position among the image's condition flags
 }
 
 // childCaches is everything the callbacks need about one child model: its
@@ -161,7 +163,10 @@ func (p *Plugin) cacheOf(c *counter) *counterCache {
 // "comments")). counter is the parent's slotted counter (tag or field name).
 // Call it once per counter after db.Use and before writing children; an
 // invalid declaration returns an error wrapping ErrInvalidConfig (or
-// ErrUnsupportedModel / ErrUnknownCounter) and registers nothing.
+// ErrUnsupportedModel / ErrUnknownCounter) and registers nothing. Declaring
+// a counter that is already a counter cache is refused the same way, even
+// with the same arguments (options hold functions, which cannot be
+// compared): the first declaration stays in force.
 //
 // From then on, in the same transaction as each change (gorm's default
 // transaction or yours), counting live (not soft-deleted) children whose
@@ -234,6 +239,11 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, where: spec.where, match: spec.match, weight: 1, deleted: spec.withDeleted}
 	if spec.weight != 0 {
 		cc.weight = spec.weight
+	}
+	if spec.touch {
+		if cc.touch = touchField(parentSchema); cc.touch == nil {
+			return fmt.Errorf("%w: Touch: %s has no autoUpdateTime column (UpdatedAt)", ErrInvalidConfig, parentSchema.Name)
+		}
 	}
 	if spec.weightSet && spec.weight == 0 {
 		return fmt.Errorf("%w: Weight(0) counts nothing", ErrInvalidConfig)
