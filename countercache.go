@@ -212,10 +212,19 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	default:
 		return fmt.Errorf("%w: %s.%s is a %s relationship; counter caches need has-many, has-one or belongs-to", ErrInvalidConfig, typ, association, rel.Type)
 	}
-	if rel.Polymorphic != nil || len(rel.References) != 1 {
-		return fmt.Errorf("%w: %s.%s: counter caches need a single, non-polymorphic foreign key", ErrInvalidConfig, typ, association)
+	var ref *schema.Reference
+	if rel.Polymorphic != nil {
+		for _, r := range rel.References {
+			if r.ForeignKey == rel.Polymorphic.PolymorphicID {
+				ref = r
+			}
+		}
+	} else if len(rel.References) == 1 {
+		ref = rel.References[0]
 	}
-	ref := rel.References[0]
+	if ref == nil {
+		return fmt.Errorf("%w: %s.%s: counter caches need a single foreign key", ErrInvalidConfig, typ, association)
+	}
 	parent, err := p.metaOfSchema(db, parentSchema)
 	if err != nil {
 		return err
@@ -265,6 +274,10 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 		if spec.matchType != childSchema.ModelType {
 			return fmt.Errorf("%w: Match takes *%s, not *%s", ErrInvalidConfig, childSchema.ModelType, spec.matchType)
 		}
+	}
+
+	if rel.Polymorphic != nil {
+		polymorphic(cc, rel.Polymorphic)
 	}
 
 	r := &p.caches
