@@ -33,7 +33,8 @@ import (
 //	slotted.CounterCache(db, &Post{}, "Comments", "comments") // once, after db.Use
 //
 // The declaration names a relationship gorm parsed (schema.Relationships):
-// a has-many or has-one of the parent, or a belongs-to of the child
+// a has-many or has-one of the parent (polymorphic ones too, see
+// countercache_polymorphic.go), or a belongs-to of the child
 // (slotted.CounterCache(db, &Comment{}, "Post", "comments")), and the
 // parent's counter. The foreign key comes from gorm's relationship.
 
