@@ -17,8 +17,8 @@ import (
 // saw 64% of bulk moves deadlock on MariaDB at 32 writers. On PostgreSQL, a
 // sequential scan locks by physical position, which every update moves:
 // BenchmarkCounterCacheBulkMoves (32 writers, four hot topics) saw 10-15% of
-// bulk moves fail on PostgreSQL and 0.3-0.6% on MariaDB, and 0% on both with
-// the two reads below. The candidate rows' keys are read without locks, and
+// bulk moves fail on PostgreSQL and 0.3-0.8% on MariaDB; with the two reads
+// below 0% on PostgreSQL and 0% in 5 of 6 runs on MariaDB (0.6% in one). The candidate rows' keys are read without locks, and
 // the rows are then locked by primary key in ascending order, re-checking the
 // statement's conditions under the lock:
 //
