@@ -33,7 +33,8 @@ import (
 //	slotted.CounterCache(db, &Post{}, "Comments", "comments") // once, after db.Use
 //
 // The declaration names a relationship gorm parsed (schema.Relationships):
-// a has-many or has-one of the parent, or a belongs-to of the child
+// a has-many or has-one of the parent (polymorphic ones too, see
+// countercache_polymorphic.go), or a belongs-to of the child
 // (slotted.CounterCache(db, &Comment{}, "Post", "comments")), and the
 // parent's counter. The foreign key comes from gorm's relationship.
 
@@ -49,6 +50,7 @@ type cacheSpec struct {
 	weight      int64
 	weightSet   bool
 	withDeleted bool
+	touch       bool
 }
 
 // Where counts only the children matching an SQL condition on the child
@@ -105,11 +107,12 @@ type counterCache struct {
 	sum     *schema.Field // nil: count the children
 	where   *clause.Expr  // nil: every live child
 	match   func(reflect.Value) bool
-	weight  int64 // what one child counts (Weight), 1 by default
-	deleted bool  // soft-deleted children count too (WithDeleted)
-	fkAt    int   // the foreign key's position among the image's foreign key columns
-	sumAt   int   // the sum column's position among the image's sum columns
-	flagAt  int   // the condition's position among the image's condition flags
+	weight  int64         // what one child counts (Weight), 1 by default
+	deleted bool          // soft-deleted children count too (WithDeleted)
+	touch   *schema.Field // the parent's auto-update time column (Touch), or nil
+	fkAt    int           // the foreign key's position among the image's foreign key columns
+	sumAt   int           // the sum column's position among the image's sum columns
+	flagAt  int           // the condition's position among the image's condition flags
 }
 
 // childCaches is everything the callbacks need about one child model: its
@@ -161,7 +164,10 @@ func (p *Plugin) cacheOf(c *counter) *counterCache {
 // "comments")). counter is the parent's slotted counter (tag or field name).
 // Call it once per counter after db.Use and before writing children; an
 // invalid declaration returns an error wrapping ErrInvalidConfig (or
-// ErrUnsupportedModel / ErrUnknownCounter) and registers nothing.
+// ErrUnsupportedModel / ErrUnknownCounter) and registers nothing. Declaring
+// a counter that is already a counter cache is refused the same way, even
+// with the same arguments (options hold functions, which cannot be
+// compared): the first declaration stays in force.
 //
 // From then on, in the same transaction as each change (gorm's default
 // transaction or yours), counting live (not soft-deleted) children whose
@@ -207,10 +213,19 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	default:
 		return fmt.Errorf("%w: %s.%s is a %s relationship; counter caches need has-many, has-one or belongs-to", ErrInvalidConfig, typ, association, rel.Type)
 	}
-	if rel.Polymorphic != nil || len(rel.References) != 1 {
-		return fmt.Errorf("%w: %s.%s: counter caches need a single, non-polymorphic foreign key", ErrInvalidConfig, typ, association)
+	var ref *schema.Reference
+	if rel.Polymorphic != nil {
+		for _, r := range rel.References {
+			if r.ForeignKey == rel.Polymorphic.PolymorphicID {
+				ref = r
+			}
+		}
+	} else if len(rel.References) == 1 {
+		ref = rel.References[0]
 	}
-	ref := rel.References[0]
+	if ref == nil {
+		return fmt.Errorf("%w: %s.%s: counter caches need a single foreign key", ErrInvalidConfig, typ, association)
+	}
 	parent, err := p.metaOfSchema(db, parentSchema)
 	if err != nil {
 		return err
@@ -235,6 +250,11 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if spec.weight != 0 {
 		cc.weight = spec.weight
 	}
+	if spec.touch {
+		if cc.touch = touchField(parentSchema); cc.touch == nil {
+			return fmt.Errorf("%w: Touch: %s has no autoUpdateTime column (UpdatedAt)", ErrInvalidConfig, parentSchema.Name)
+		}
+	}
 	if spec.weightSet && spec.weight == 0 {
 		return fmt.Errorf("%w: Weight(0) counts nothing", ErrInvalidConfig)
 	}
@@ -255,6 +275,10 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 		if spec.matchType != childSchema.ModelType {
 			return fmt.Errorf("%w: Match takes *%s, not *%s", ErrInvalidConfig, childSchema.ModelType, spec.matchType)
 		}
+	}
+
+	if rel.Polymorphic != nil {
+		polymorphic(cc, rel.Polymorphic)
 	}
 
 	r := &p.caches

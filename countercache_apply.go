@@ -40,6 +40,15 @@ func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 	if len(rows) == 0 {
 		return nil
 	}
+	if err := p.upsertDeltas(db, rows); err != nil {
+		return err
+	}
+	return p.touchParents(db, d)
+}
+
+// upsertDeltas runs writeRows, through txPrepared when it can: only the
+// plugin's fixed upserts pass through it (a bounded set of statements).
+func (p *Plugin) upsertDeltas(db *gorm.DB, rows []batchRow) error {
 	if tx, ok := db.Statement.ConnPool.(*sql.Tx); ok && p.dialect.name == "mysql" && !p.cfg.DisablePrepared {
 		if sqlDB, err := db.DB(); err == nil {
 			db.Statement.ConnPool = txPrepared{Tx: tx, p: p, stmts: p.stmtPoolOf(sqlDB)}

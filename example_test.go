@@ -396,6 +396,23 @@ func ExampleSum() {
 	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.Sum("Words"))
 }
 
+func ExampleWeight() {
+	// Each published comment counts 3 (with Sum: 3 times its column).
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.Weight(3),
+		slotted.Where("published = ?", true), slotted.Match(func(c *Comment) bool { return c.Published }))
+}
+
+func ExampleWithDeleted() {
+	// Soft-deleted comments count too: a soft delete or restore leaves the count alone.
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.WithDeleted())
+}
+
+func ExampleTouch() {
+	// Set the article's updated_at whenever its count changes (costly on a hot article:
+	// it writes the article's row in every comment's transaction).
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.Touch())
+}
+
 func ExampleFix() {
 	// Recompute one article's counter caches from its comments; DryRun reports the drift only.
 	drift, err := slotted.Fix(db, &Article{ID: 7}, slotted.FixOptions{DryRun: true})

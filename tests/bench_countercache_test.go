@@ -15,11 +15,15 @@ import (
 // Counter-cache benchmark models: one hot topic, three kinds of replies in
 // three tables, so that each variant inserts into a table of its own.
 type BenchTopic struct {
-	ID          uint
-	Replies     []BenchReply
-	Replies1000 []BenchReply1000
-	Count       int64 `gorm:"-" slotted:"replies"`                 // the slotted counter cache (BenchReply), Config.Slots (100)
-	Count1000   int64 `gorm:"-" slotted:"replies_1000;slots:1000"` // the same with 1000 slots (BenchReply1000)
+	ID           uint
+	Replies      []BenchReply
+	Replies1000  []BenchReply1000
+	TouchReplies []BenchTouchReply
+	Count        int64 `gorm:"-" slotted:"replies"`                 // the slotted counter cache (BenchReply), Config.Slots (100)
+	Count1000    int64 `gorm:"-" slotted:"replies_1000;slots:1000"` // the same with 1000 slots (BenchReply1000)
+	UpdatedAt    time.Time
+	// CountTouch is a counter cache with Touch (BenchTouchReply): it sets updated_at on every change.
+	CountTouch int64 `gorm:"-" slotted:"replies_touch"`
 	// CountTrig is kept by a database trigger on bench_trigger_replies (BenchTriggerReply), 100 slots.
 	CountTrig int64 `gorm:"-" slotted:"replies_trig"`
 	// RepliesCount is the Rails-style single-column cache (BenchRailsReply).
@@ -50,6 +54,13 @@ type BenchPlainReply struct {
 // BenchRailsReply keeps bench_topics.replies_count the way Rails'
 // counter_cache does: UPDATE parent SET n = n + 1 in the child's transaction.
 type BenchRailsReply struct {
+	ID           uint
+	BenchTopicID uint `gorm:"index"`
+	Body         string
+}
+
+// BenchTouchReply is counted by a counter cache that touches the topic.
+type BenchTouchReply struct {
 	ID           uint
 	BenchTopicID uint `gorm:"index"`
 	Body         string
@@ -122,7 +133,7 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 				// max_connections (100) is shared with the other suites on the box.
 				sqlDB.SetMaxOpenConns(envInt("SLOTTED_BENCH_PG_CONNS", benchWriters))
 			}
-			models := []any{&BenchReply{}, &BenchReply1000{}, &BenchPlainReply{}, &BenchRailsReply{}, &BenchTriggerReply{}, &BenchTopic{}}
+			models := []any{&BenchReply{}, &BenchReply1000{}, &BenchPlainReply{}, &BenchRailsReply{}, &BenchTriggerReply{}, &BenchTouchReply{}, &BenchTopic{}}
 			if err := db.Migrator().DropTable(models...); err != nil {
 				b.Fatal(err)
 			}
@@ -133,6 +144,9 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 			}
 			createCountTrigger(b, db, name)
 			if err := slotted.CounterCache(db, &BenchTopic{}, "Replies", "replies"); err != nil {
+				b.Fatal(err)
+			}
+			if err := slotted.CounterCache(db, &BenchTopic{}, "TouchReplies", "replies_touch", slotted.Touch()); err != nil {
 				b.Fatal(err)
 			}
 			if err := slotted.CounterCache(db, &BenchTopic{}, "Replies1000", "replies_1000"); err != nil {
@@ -162,6 +176,7 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 				{"rails", create(func() any { return &BenchRailsReply{BenchTopicID: topic.ID} })},
 				{"none", create(func() any { return &BenchPlainReply{BenchTopicID: topic.ID} })},
 				{"slotted1000", create(func() any { return &BenchReply1000{BenchTopicID: topic.ID} })},
+				{"touch", create(func() any { return &BenchTouchReply{BenchTopicID: topic.ID} })},
 			}
 			if name != dbSQLite {
 				variants = append(variants, struct {
@@ -171,7 +186,7 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 			}
 			for _, workers := range []int{1, benchWriters} {
 				rates := make([][]float64, len(variants))
-				var vsRails, vsNone, vsRails1000, trigVsNone, slottedVsTrig []float64
+				var vsRails, vsNone, vsRails1000, trigVsNone, slottedVsTrig, touchVsNone, touchVsSlotted []float64
 				for r := 0; r < rounds; r++ {
 					got := make([]float64, len(variants))
 					for i := range variants {
@@ -181,8 +196,9 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 					}
 					vsRails, vsNone = append(vsRails, got[0]/got[1]), append(vsNone, got[0]/got[2])
 					vsRails1000 = append(vsRails1000, got[3]/got[1])
-					if len(got) > 4 {
-						trigVsNone, slottedVsTrig = append(trigVsNone, got[4]/got[2]), append(slottedVsTrig, got[0]/got[4])
+					touchVsNone, touchVsSlotted = append(touchVsNone, got[4]/got[2]), append(touchVsSlotted, got[4]/got[0])
+					if len(got) > 5 {
+						trigVsNone, slottedVsTrig = append(trigVsNone, got[5]/got[2]), append(slottedVsTrig, got[0]/got[5])
 					}
 				}
 				for i, v := range variants {
@@ -192,6 +208,8 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 				b.ReportMetric(slices.Min(vsRails), fmt.Sprintf("slotted/rails-w%d-min", workers))
 				b.ReportMetric(median(vsNone), fmt.Sprintf("slotted/none-w%d", workers))
 				b.ReportMetric(median(vsRails1000), fmt.Sprintf("slotted1000/rails-w%d", workers))
+				b.ReportMetric(median(touchVsNone), fmt.Sprintf("touch/none-w%d", workers))
+				b.ReportMetric(median(touchVsSlotted), fmt.Sprintf("touch/slotted-w%d", workers))
 				if len(trigVsNone) > 0 {
 					b.ReportMetric(median(trigVsNone), fmt.Sprintf("trigger/none-w%d", workers))
 					b.ReportMetric(median(slottedVsTrig), fmt.Sprintf("slotted/trigger-w%d", workers))

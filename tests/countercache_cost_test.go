@@ -63,3 +63,33 @@ func TestCounterCacheCreateStatements(t *testing.T) {
 		requireTopicsExact(t, db, a, b)
 	})
 }
+
+// TestCounterCacheLockReads: a statement with conditions of its own reads the
+// candidate keys without locks, then locks the rows by primary key in key
+// order (MySQL/MariaDB and PostgreSQL; SQLite reads once); a statement by
+// primary key locks by primary key at once.
+func TestCounterCacheLockReads(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		cacheDB(t, db)
+		ids := newTopics(t, db, 2)
+		a, b := ids[0], ids[1]
+		rs := []Reply{{TopicID: ptr(a), Points: 1}, {TopicID: ptr(a), Points: 2}, {TopicID: ptr(a), Points: 30}}
+		require.NoError(t, db.Create(&rs).Error)
+
+		rdb, rec := recorded(db)
+		require.NoError(t, rdb.Model(&Reply{}).Where("topic_id = ? AND points < ?", a, 10).Update("topic_id", b).Error)
+		selects := rec.count("SELECT", "FROM", "replies")
+		if dialect(db) == dbSQLite {
+			assert.Equal(t, 2, selects, "before and after: %q", rec.statements())
+		} else {
+			assert.Equal(t, 3, selects, "candidates, locked before, after: %q", rec.statements())
+			assert.Equal(t, 2, rec.count("FOR UPDATE"), "%q", rec.statements())
+		}
+		requireTopicsExact(t, db, a, b)
+
+		rdb, rec = recorded(db)
+		require.NoError(t, rdb.Delete(&Reply{}, rs[2].ID).Error)
+		assert.Equal(t, 1, rec.count("SELECT", "FROM", "replies"), "by primary key: one read: %q", rec.statements())
+		requireTopicsExact(t, db, a, b)
+	})
+}

@@ -48,6 +48,8 @@ func TestCounterCacheDeclarationErrors(t *testing.T) {
 			{"unknown association", slotted.ErrInvalidConfig, &Topic{}, "Comments", "replies", nil},
 			{"unknown counter", slotted.ErrUnknownCounter, &Topic{}, "Replies", "nope", nil},
 			{"already declared", slotted.ErrInvalidConfig, &Topic{}, "Replies", "replies", nil},
+			{"already declared, other options", slotted.ErrInvalidConfig, &Topic{}, "Replies", "replies", []slotted.CacheOption{slotted.Weight(2)}},
+			{"already declared, from the belongs-to", slotted.ErrInvalidConfig, &Reply{}, "Topic", "replies", nil},
 			{"many2many", slotted.ErrInvalidConfig, &Group{}, "Members", "members", nil},
 			{"bucketed counter", slotted.ErrInvalidConfig, &Forum{}, "Threads", "threads_daily", nil},
 			{"not a struct", slotted.ErrUnsupportedModel, 42, "Replies", "likes", nil},
@@ -67,6 +69,9 @@ func TestCounterCacheDeclarationErrors(t *testing.T) {
 		likes, err := slotted.Count(db, &topic, "likes")
 		require.NoError(t, err)
 		assert.Zero(t, likes)
+		replies, err := slotted.Count(db, &topic, "replies")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), replies, "the first declaration, once: the duplicates changed nothing")
 
 		plain, err := gorm.Open(db.Dialector, &gorm.Config{Logger: logger.Discard})
 		require.NoError(t, err)

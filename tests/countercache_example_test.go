@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -117,4 +118,65 @@ func Example_seedOnCreate() {
 	n, _ := slotted.Count(db, &post, "likes")
 	fmt.Println(n)
 	// Output: 40
+}
+
+func Example_weight() {
+	db, done := exampleCacheDB()
+	defer done()
+
+	// A published reply counts 3 (counter_culture's delta_magnitude).
+	_ = slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.Weight(3),
+		slotted.Where("published = ?", true), slotted.Match(func(r *Reply) bool { return r.Published }))
+
+	topic := Topic{Title: "weights"}
+	db.Create(&topic)
+	db.Create(&[]Reply{{TopicID: &topic.ID, Published: true}, {TopicID: &topic.ID}, {TopicID: &topic.ID, Published: true}})
+	n, _ := slotted.Count(db, &topic, "weighted")
+	fmt.Println(n)
+	// Output: 6
+}
+
+func Example_withDeleted() {
+	db, done := exampleCacheDB()
+	defer done()
+
+	// Every reply ever written, soft-deleted or not; and the live ones for comparison.
+	_ = slotted.CounterCache(db, &Topic{}, "Replies", "ever", slotted.WithDeleted())
+	_ = slotted.CounterCache(db, &Topic{}, "Replies", "replies")
+
+	topic := Topic{Title: "history"}
+	db.Create(&topic)
+	r := Reply{TopicID: &topic.ID}
+	db.Create(&r)
+	db.Create(&Reply{TopicID: &topic.ID})
+	db.Delete(&r) // a soft delete: still counted by "ever"
+
+	db.First(&topic, topic.ID)
+	fmt.Println(topic.Ever, topic.Count)
+	db.Unscoped().Delete(&r) // a hard delete uncounts it
+	db.First(&topic, topic.ID)
+	fmt.Println(topic.Ever, topic.Count)
+	// Output:
+	// 2 1
+	// 1 1
+}
+
+func Example_touch() {
+	db, done := exampleCacheDB()
+	defer done()
+	if err := db.AutoMigrate(&TouchForum{}, &TouchPost{}); err != nil {
+		panic(err)
+	}
+
+	// TouchForum has UpdatedAt: every change of the count sets it, in the same transaction.
+	_ = slotted.CounterCache(db, &TouchForum{}, "Posts", "posts", slotted.Touch())
+
+	forum := TouchForum{}
+	db.Create(&forum)
+	db.Model(&forum).UpdateColumn("updated_at", time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))
+	db.Create(&TouchPost{TouchForumID: forum.ID})
+
+	db.First(&forum, forum.ID)
+	fmt.Println(forum.Count, forum.UpdatedAt.Year() > 2001)
+	// Output: 1 true
 }

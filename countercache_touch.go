@@ -1,0 +1,83 @@
+package slotted
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+// Touch sets the parent's updated_at (its autoUpdateTime column) whenever the
+// counter changes, in the same transaction: counter_culture's touch: true.
+// Off by default, and costly on a hot parent: it writes the parent's row in
+// every child's transaction, the single contended row that slotted counters
+// exist to avoid (the child Create then runs at the speed of the Rails-style
+// cache; BENCHMARKS.md). With a foreign key constraint on MySQL/MariaDB, the
+// child's INSERT takes a shared lock on the parent row that the touch then
+// upgrades: concurrent inserters deadlock (retry the transaction).
+func Touch() CacheOption {
+	return func(s *cacheSpec) { s.touch = true }
+}
+
+// touchField is the parent's column that gorm's UpdatedAt handling writes.
+func touchField(s *schema.Schema) *schema.Field {
+	for _, f := range s.Fields {
+		if f.DBName != "" && f.AutoUpdateTime != 0 {
+			return f
+		}
+	}
+	return nil
+}
+
+// touchParents updates the autoUpdateTime column of every parent whose
+// touched counter changed, one UPDATE per parent table, keys in ascending
+// order (record_id order for string keys).
+func (p *Plugin) touchParents(db *gorm.DB, d deltas) error {
+	type target struct {
+		parent *modelMeta
+		field  *schema.Field
+	}
+	ids := map[target]map[string]bool{}
+	for k, n := range d {
+		if n == 0 || k.c.touch == nil {
+			continue
+		}
+		t := target{k.c.parent, k.c.touch}
+		if ids[t] == nil {
+			ids[t] = map[string]bool{}
+		}
+		ids[t][k.id] = true
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	targets := slices.SortedFunc(maps.Keys(ids), func(a, b target) int { return cmp.Compare(a.parent.table, b.parent.table) })
+	now := db.NowFunc()
+	for _, t := range targets {
+		var keys []any
+		for _, id := range slices.Sorted(maps.Keys(ids[t])) {
+			if k, ok := t.parent.key.parse(id); ok {
+				keys = append(keys, k)
+			}
+		}
+		var value any = now
+		switch t.field.AutoUpdateTime {
+		case schema.UnixSecond:
+			value = now.Unix()
+		case schema.UnixMillisecond:
+			value = now.UnixMilli()
+		case schema.UnixNanosecond:
+			value = now.UnixNano()
+		}
+		err := routed(db).Session(&gorm.Session{SkipHooks: true}).Table(t.parent.table).
+			Where(clause.IN{Column: clause.Column{Name: t.parent.key.column}, Values: keys}).
+			UpdateColumn(t.field.DBName, value).Error
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
