@@ -46,7 +46,7 @@ func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 	return p.touchParents(db, d)
 }
 
-// upsertDeltas runs writeRows, through txPrepared when it can: only the
+// upsertDeltas runs writeDeltas, through txPrepared when it can: only the
 // plugin's fixed upserts pass through it (a bounded set of statements).
 func (p *Plugin) upsertDeltas(db *gorm.DB, rows []batchRow) error {
 	if tx, ok := db.Statement.ConnPool.(*sql.Tx); ok && p.dialect.name == "mysql" && !p.cfg.DisablePrepared {
