@@ -331,28 +331,6 @@ func (s *faultServer) pgDSN(db string) string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable connect_timeout=5", s.port, db)
 }
 
-// gorm opens a gorm pool on the test's database with the plugin registered
-// with cfg and the test models migrated.
-func (s *faultServer) gorm(t *testing.T, cfg slotted.Config) *gorm.DB {
-	t.Helper()
-	var d gorm.Dialector
-	if s.name == dbPostgres {
-		d = postgres.Open(s.pgDSN(s.db))
-	} else {
-		d = gmysql.Open(s.mysqlDSN(s.db))
-	}
-	db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if sqlDB, err := db.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
-	require.NoError(t, db.Use(slotted.New(cfg)))
-	require.NoError(t, db.AutoMigrate(testModels...))
-	return db
-}
-
 // pids lists the server's processes: mariadbd, or the postmaster and its
 // backends and workers.
 func (s *faultServer) pids() []int {
