@@ -60,6 +60,9 @@ type coalescer struct {
 	pending []*waiter   // queued callers, oldest first; empty unless leaders == MaxInFlight
 	index   map[Ref]int // take's scratch: a counter's row in the batch
 	markers markerPool  // outcome markers of its statements (outcome.go)
+	// onceKinds is take's scratch too: the AddOnce (false) or RemoveOnce
+	// (true) keys in the batch.
+	onceKinds map[[3]Key]bool
 }
 
 type waiterState uint8
@@ -76,8 +79,11 @@ type waiter struct {
 	// rows are the caller's row deltas, each counter once, written together
 	// or not at all: one[:] for a single counter (no allocation beyond the
 	// waiter's), a bucketed counter's total and bucket, a bulk write's rows.
-	rows  []batchRow
-	one   [1]batchRow
+	rows []batchRow
+	one  [1]batchRow
+	// once guards rows with an AddOnce key: they are written only if the
+	// key is new (once_batch.go). nil for every other write.
+	once  *onceWrite
 	state waiterState // guarded by coalescer.mu, like lead and expired
 	lead  bool
 	// expired is its context's error as take saw it, once per take: a
@@ -128,14 +134,15 @@ func routingOf(stmt *gorm.Statement) string {
 
 // coalesce writes delta to ref through db's coalescer.
 func (p *Plugin) coalesce(db *gorm.DB, c *coalescer, ref Ref, slots int, delta int64) error {
-	return p.coalesceRows(db, c, batchRow{ref: ref, slots: slots, delta: delta}, nil)
+	return p.coalesceRows(db, c, batchRow{ref: ref, slots: slots, delta: delta}, nil, nil)
 }
 
 // coalesceRows writes one row (rows nil) or several rows (sorted, each
-// counter once; written all or none) through db's coalescer.
-func (p *Plugin) coalesceRows(db *gorm.DB, c *coalescer, one batchRow, rows []batchRow) error {
+// counter once; written all or none) through db's coalescer, guarded by
+// once's key when once is not nil.
+func (p *Plugin) coalesceRows(db *gorm.DB, c *coalescer, one batchRow, rows []batchRow, once *onceWrite) error {
 	for {
-		again, err := c.add(db, one, rows)
+		again, err := c.add(db, one, rows, once)
 		if !again {
 			return err
 		}
@@ -143,7 +150,7 @@ func (p *Plugin) coalesceRows(db *gorm.DB, c *coalescer, one batchRow, rows []ba
 	}
 }
 
-func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow) (again bool, err error) {
+func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWrite) (again bool, err error) {
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
@@ -153,7 +160,11 @@ func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow) (again bool,
 		c.leaders++
 		c.mu.Unlock()
 		defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
-		if rows == nil {
+		switch {
+		case once != nil:
+			c.p.batching.record(len(rows), 1)
+			return false, c.writeOwn(&waiter{db: db, ctx: contextOf(db), rows: rows, once: once})
+		case rows == nil:
 			c.p.batching.record(1, 1)
 			return false, c.upsert(db, contextOf(db), nil, one)
 		}
@@ -161,7 +172,7 @@ func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow) (again bool,
 		ctx := contextOf(db)
 		return false, c.upsert(db, ctx, rows, batchRow{})
 	}
-	w := &waiter{db: db, ctx: contextOf(db), done: make(chan error, 1)}
+	w := &waiter{db: db, ctx: contextOf(db), once: once, done: make(chan error, 1)}
 	if rows == nil {
 		w.one[0] = one
 		w.rows = w.one[:]
@@ -221,6 +232,9 @@ func (c *coalescer) alone(w *waiter, err error) error {
 
 // writeOwn writes w's rows alone, as without coalescing.
 func (c *coalescer) writeOwn(w *waiter) error {
+	if w.once != nil {
+		return c.p.writeTx(w.db, func(tx *gorm.DB) error { return c.p.applyOnces(tx, nil, []*waiter{w}) })
+	}
 	if len(w.rows) == 1 {
 		return c.upsert(w.db, w.ctx, nil, w.rows[0])
 	}
@@ -249,7 +263,7 @@ func (c *coalescer) leadBatch(w *waiter) error {
 	c.p.batching.record(len(rows), len(batch))
 	if len(batch) == 1 {
 		defer c.endTurn()
-		return c.write(w, rows, 1)
+		return c.write(w, rows, batch)
 	}
 	go c.run(w, rows, batch)
 	select {
@@ -307,7 +321,7 @@ func (c *coalescer) run(w *waiter, rows []batchRow, batch []*waiter) {
 			w.db.Logger.Error(w.ctx, "slotted: a callback panicked in a coalesced statement of %d writes: %v\n%s", len(batch), r, debug.Stack())
 		}
 	}()
-	if err = c.write(w, rows, len(batch)); errors.Is(err, ErrOverflow) {
+	if err = c.write(w, rows, batch); errors.Is(err, ErrOverflow) {
 		err = errAlone
 	}
 	others, finished = err, true
@@ -324,13 +338,16 @@ func (c *coalescer) endTurn() {
 // its own context, as without coalescing. Otherwise the statement carries
 // other callers' writes, so it runs on a context none of them can cancel
 // (keeping the leader's values, such as trace spans), bounded by BatchTimeout.
-func (c *coalescer) write(w *waiter, rows []batchRow, callers int) error {
-	if callers == 1 {
+func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
+	if len(batch) == 1 {
 		return c.writeOwn(w)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), c.p.cfg.BatchTimeout)
 	defer cancel()
 	sortRows(rows)
+	if onces := onceWaiters(batch); onces != nil {
+		return c.p.writeTx(w.db.WithContext(ctx), func(tx *gorm.DB) error { return c.p.applyOnces(tx, rows, onces) })
+	}
 	// One statement when the rows are a shape; several in one transaction
 	// when multi-row writes left a row of the shape empty or the leader's own
 	// write is larger than a shape.
@@ -346,9 +363,10 @@ func (c *coalescer) write(w *waiter, rows []batchRow, callers int) error {
 // next statement. The leader's own rows are always taken, however many.
 func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 	if c.index == nil {
-		c.index = map[Ref]int{}
+		c.index, c.onceKinds = map[Ref]int{}, map[[3]Key]bool{}
 	}
 	clear(c.index)
+	clear(c.onceKinds)
 	for _, o := range c.pending {
 		if o.lead && o != w {
 			continue // promoted by another leader's hand-over: it writes a batch of its own
@@ -356,8 +374,8 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 		if o != w { // w checked its own before taking: it is in
 			o.expired = o.ctx.Err()
 		}
-		if o.expired != nil {
-			continue
+		if o.expired != nil || o.once != nil {
+			continue // an AddOnce's rows are summed in only if its key is new (applyOnces)
 		}
 		if o != w && len(c.index)+c.newRows(o) > c.rowBudget() {
 			continue
@@ -368,9 +386,13 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 			}
 		}
 	}
-	// >= 1: w is the oldest caller not skipped, indexed first.
-	k := max(c.shapeFor(len(c.index)), len(w.rows))
+	// w is the oldest caller not skipped, indexed first.
+	k := c.shapeFor(len(c.index))
+	if w.once == nil {
+		k = max(k, len(w.rows))
+	}
 	rows = make([]batchRow, k)
+	keys := 0 // AddOnce callers taken
 	keep := c.pending[:0]
 	for _, o := range c.pending {
 		if o.lead && o != w {
@@ -381,6 +403,21 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 			o.state = gone
 			o.done <- o.expired
 			c.p.batching.waiting.Add(-1)
+			continue
+		}
+		if o.once != nil {
+			// An AddOnce and a RemoveOnce of one key go in separate batches,
+			// in queue order: a batch inserts its keys before it deletes.
+			key, remove := onceKeyOf(&o.once.row), o.once.rowsFor != nil
+			if kind, seen := c.onceKinds[key]; (o == w || keys < c.p.cfg.MaxBatch) && (!seen || kind == remove) {
+				c.onceKinds[key] = remove
+				keys++
+				o.state = taken
+				batch = append(batch, o)
+				c.p.batching.waiting.Add(-1)
+				continue
+			}
+			keep = append(keep, o)
 			continue
 		}
 		if c.fits(o, rows) {
@@ -405,6 +442,17 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 	// cut by the shape, or one would overflow): drop it, rows are never padded.
 	rows = slices.DeleteFunc(rows, func(r batchRow) bool { return r.slots == 0 })
 	return rows, batch
+}
+
+// onceWaiters are the AddOnce callers of a batch, nil if none.
+func onceWaiters(batch []*waiter) []*waiter {
+	var out []*waiter
+	for _, o := range batch {
+		if o.once != nil {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // newRows counts o's counters not yet in the batch (under mu).
@@ -469,7 +517,7 @@ type batchStats struct {
 func (s *batchStats) record(rows, writes int) {
 	s.batches.Add(1)
 	s.writes.Add(uint64(writes))
-	s.rows[shapeIndex(rows)].Add(1)
+	s.rows[shapeIndex(max(rows, 1))].Add(1) // a batch of AddOnce keys alone sums its rows in later
 }
 
 func (s *batchStats) report(out *Stats) {

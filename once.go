@@ -3,7 +3,6 @@ package slotted
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -71,14 +70,16 @@ func ExpireAfter(ttl time.Duration) OnceOption { return func(o *onceOptions) { o
 //	applied, err := slotted.AddOnce(db, &post, "likes", 1, "user:7")
 //	// BEGIN
 //	// INSERT IGNORE INTO `slotted_once` (`record_type`,`record_id`,`op_key`,`delta`,`expires_at`) VALUES ('posts.likes','42','user:7',1,NULL)
+//	//   RETURNING `record_type`,`record_id`,`op_key`
 //	// INSERT INTO `slotted_counters` (...) VALUES ('posts.likes','42',17,1) ON DUPLICATE KEY UPDATE ...  -- if the key was new
 //	// COMMIT
 //
 // Keys are kept forever unless ExpireAfter is given; an expired key counts as
 // absent. Inside the caller's transaction AddOnce joins it (the key is
 // recorded only if that transaction commits) and is not retried; outside one
-// it runs its own transaction, retried as a whole on lock conflicts. A key
-// already applied with another delta is not applied again.
+// concurrent calls share one transaction (once_batch.go), retried as a whole
+// on lock conflicts. A key already applied with another delta is not applied
+// again. A bucketed counter's key guards its total and the bucket of the call.
 func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, opts ...OnceOption) (applied bool, err error) {
 	p, err := pluginOf(db)
 	if err != nil {
@@ -117,15 +118,16 @@ func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOptio
 
 // RemoveOnce undoes AddOnce: if key is recorded (and not expired) for the
 // counter, it deletes the key and subtracts the delta AddOnce added, in one
-// transaction, and reports true; otherwise it writes nothing. "Unlike" is
+// transaction (shared with concurrent calls, like AddOnce's), and reports
+// true; otherwise it writes nothing. A bucketed counter's delta comes off its
+// total and the bucket of the RemoveOnce call. "Unlike" is
 // RemoveOnce with the user's id; retrying it is safe too, as the key is gone
 // after the first success. model's field moves by the subtracted delta.
 //
 //	removed, err := slotted.RemoveOnce(db, &post, "likes", "user:7")
 //	// BEGIN
-//	// SELECT `delta` FROM `slotted_once` WHERE `record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7'
-//	//   AND (`expires_at` IS NULL OR `expires_at` > '2026-...') LIMIT 1 FOR UPDATE
-//	// DELETE FROM `slotted_once` WHERE `record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7'
+//	// DELETE FROM `slotted_once` WHERE ((`record_type` = 'posts.likes' AND `record_id` = '42' AND `op_key` = 'user:7'))
+//	//   AND (`expires_at` IS NULL OR `expires_at` > '2026-...') RETURNING `record_type`,`record_id`,`op_key`,`delta`
 //	// INSERT INTO `slotted_counters` (...) VALUES ('posts.likes','42',5,-1) ON DUPLICATE KEY UPDATE ...
 //	// COMMIT
 func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed bool, err error) {
@@ -193,97 +195,49 @@ func onceArgs(delta int64, key string, opts []OnceOption) (onceOptions, error) {
 	return o, checkOnceKey(key)
 }
 
-// addOnce inserts the key and, only if it was new, adds delta, in one write
-// transaction. An expired key still in the table is replaced in the same
-// transaction, so expiry does not wait for the Runner.
+// addOnce inserts the key and, only if it was new (or expired), adds rows:
+// coalesced with other writes outside a transaction (once_batch.go), in the
+// caller's transaction with the same statements inside one.
 func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key string, o onceOptions) (applied bool, err error) {
-	err = p.writeTx(db, func(tx *gorm.DB) error {
-		applied = false // an attempt that failed and is retried starts over
-		now := time.Now().UTC()
-		row := onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}
-		if o.ttl > 0 {
-			at := now.Add(o.ttl)
-			row.ExpiresAt = &at
-		}
-		inserted, err := p.insertKey(tx, &row)
-		if err != nil || !inserted {
-			if err != nil {
-				return err
-			}
-			// Only a key seen expired is deleted: a DELETE of a live key would
-			// ask InnoDB for the X lock that racing duplicates, holding the S
-			// lock of their INSERT IGNORE, all ask for too (a deadlock).
-			var seen []onceRow
-			if err := tx.Table(p.cfg.OnceTable).Select("expires_at").Where(onceCondition(ref, key)).
-				Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Limit(1).Find(&seen).Error; err != nil || len(seen) == 0 {
-				return err // the key is live: nothing to apply
-			}
-			res := tx.Table(p.cfg.OnceTable).Where(onceCondition(ref, key)).
-				Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Delete(&onceRow{})
-			if res.Error != nil || res.RowsAffected == 0 {
-				return res.Error // replaced by another AddOnce meanwhile: now live
-			}
-			if inserted, err = p.insertKey(tx, &row); err != nil || !inserted {
-				return err // the transaction holds the key's lock since its DELETE: !inserted cannot happen
-			}
-		}
-		if err := p.writeDeltas(tx, slices.Clone(rows)); err != nil {
-			return err
-		}
-		applied = true
-		return nil
-	})
-	return applied && err == nil, err
-}
-
-// insertKey inserts row unless its key is there, reporting whether it did.
-func (p *Plugin) insertKey(tx *gorm.DB, row *onceRow) (bool, error) {
-	q := tx.Table(p.cfg.OnceTable)
-	if p.dialect.insertIgnore() {
-		q = q.Clauses(clause.Insert{Modifier: "IGNORE"})
-	} else {
-		q = q.Clauses(clause.OnConflict{Columns: onceKeyColumns(), DoNothing: true})
+	w := &onceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}}
+	if o.ttl > 0 {
+		at := time.Now().UTC().Add(o.ttl)
+		w.row.ExpiresAt = &at
 	}
-	res := q.Create(row)
-	return res.Error == nil && res.RowsAffected == 1, res.Error
+	rows = dropZero(rows)
+	sortRows(rows)
+	pool, inTx := p.pool(db)
+	if c := p.coalescerFor(db, pool, inTx); c != nil {
+		err = p.coalesceRows(db, c, batchRow{}, rows, w)
+	} else {
+		err = p.writeTx(db, func(tx *gorm.DB) error {
+			return p.applyOnces(tx, nil, []*waiter{{rows: rows, once: w}})
+		})
+	}
+	return err == nil && w.applied, err
 }
 
 // removeOnce deletes the key and subtracts its delta in one write transaction.
 // rowsFor gives the rows a delta of the counter touches (rowsOf).
 func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, rowsFor func(delta int64) []batchRow, key string) (delta int64, removed bool, err error) {
-	err = p.writeTx(db, func(tx *gorm.DB) error {
-		removed = false
-		var rows []onceRow
-		q := tx.Table(p.cfg.OnceTable).Select("delta").Where(onceCondition(ref, key)).
-			Where(clause.Or(clause.Eq{Column: clause.Column{Name: "expires_at"}, Value: nil},
-				clause.Gt{Column: clause.Column{Name: "expires_at"}, Value: time.Now().UTC()})).Limit(1)
-		if p.dialect.lockingReads { // SQLite's BEGIN IMMEDIATE already holds the database's write lock
-			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
-		}
-		if err := q.Find(&rows).Error; err != nil || len(rows) == 0 {
-			return err
-		}
-		res := tx.Table(p.cfg.OnceTable).Where(onceCondition(ref, key)).Delete(&onceRow{})
-		if res.Error != nil || res.RowsAffected != 1 {
-			return res.Error // locked above: another undo cannot have deleted it meanwhile
-		}
-		delta = rows[0].Delta
-		if err := p.writeDeltas(tx, rowsFor(-delta)); err != nil {
-			return err
-		}
-		removed = true
-		return nil
-	})
-	return delta, removed && err == nil, err
+	w := &onceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key)}, rowsFor: rowsFor}
+	pool, inTx := p.pool(db)
+	if c := p.coalescerFor(db, pool, inTx); c != nil {
+		err = p.coalesceRows(db, c, batchRow{}, nil, w)
+	} else {
+		err = p.writeTx(db, func(tx *gorm.DB) error {
+			return p.applyOnces(tx, nil, []*waiter{{once: w}})
+		})
+	}
+	if err != nil || !w.applied {
+		return 0, false, err
+	}
+	return w.row.Delta, true, nil
 }
 
 // insertIgnore: the key's insert is INSERT IGNORE (MySQL/MariaDB), not
 // ON CONFLICT DO NOTHING.
 func (d dialect) insertIgnore() bool { return d.name == "mysql" }
-
-func onceKeyColumns() []clause.Column {
-	return []clause.Column{{Name: "record_type"}, {Name: "record_id"}, {Name: "op_key"}}
-}
 
 // onceCondition selects one key's row.
 func onceCondition(ref Ref, key string) clause.Expression {

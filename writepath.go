@@ -44,7 +44,7 @@ func (p *Plugin) writeDeltas(db *gorm.DB, rows []batchRow) error {
 	sortRows(rows)
 	pool, inTx := p.pool(db)
 	if c := p.coalescerFor(db, pool, inTx); c != nil {
-		return p.coalesceRows(db, c, batchRow{}, rows)
+		return p.coalesceRows(db, c, batchRow{}, rows, nil)
 	}
 	return p.upsertRows(db, pool, contextOf(db), inTx, rows)
 }

@@ -1,0 +1,304 @@
+package slotted
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// AddOnce coalesced. Concurrent AddOnce calls outside a transaction queue in
+// the coalescer like any write and share one transaction: their keys go in
+// with one statement that returns the keys it inserted, the new keys' deltas
+// are summed with the batch's other writes into its multi-row upserts, and
+// one COMMIT ends it:
+//
+//	BEGIN
+//	INSERT IGNORE INTO `slotted_once` (...) VALUES (...),(...) RETURNING `record_type`,`record_id`,`op_key`   -- MariaDB 10.5+
+//	INSERT INTO "slotted_once" (...) VALUES (...),(...) ON CONFLICT (...) DO NOTHING RETURNING ...           -- PostgreSQL, SQLite 3.35+
+//	INSERT INTO `slotted_counters` (...) VALUES (...),(...) ON DUPLICATE KEY UPDATE ...   -- the new keys' rows and the other writes'
+//	COMMIT
+//
+// A key and its delta commit together or not at all, so a retry with the
+// same key finds it and adds nothing, whichever batch carried it. Keys go in
+// sorted (each once: of two callers with one key in a batch the first queued
+// wins and the other gets applied=false), the same order on every batch, so
+// two batches do not deadlock on them. A batch that fails fails all of its
+// callers and wrote nothing for them; one that would overflow a counter
+// writes nothing, and its callers then write alone, each its own outcome.
+// Inside the caller's transaction the same statements run on its connection.
+
+// onceWrite is the key an AddOnce caller's rows are guarded by, and its outcome.
+type onceWrite struct {
+	row onceRow
+	// rowsFor, set for RemoveOnce, gives the rows a delta touches: the key is
+	// deleted and rowsFor(-its delta) written. nil for AddOnce.
+	rowsFor func(delta int64) []batchRow
+	applied bool // set by the batch that wrote it (RemoveOnce: row.Delta too), read by the caller after the batch's outcome
+}
+
+// onceKeyOf is the key's identity.
+func onceKeyOf(r *onceRow) [3]Key { return [3]Key{r.RecordType, r.RecordID, r.OpKey} }
+
+func compareOnceKeys(a, b *waiter) int {
+	return cmp.Or(cmp.Compare(a.once.row.RecordType, b.once.row.RecordType),
+		cmp.Compare(a.once.row.RecordID, b.once.row.RecordID), cmp.Compare(a.once.row.OpKey, b.once.row.OpKey))
+}
+
+// applyOnces writes, in tx, rows (other callers' row deltas, already summed
+// per counter) and the rows of every AddOnce caller in onces whose key is new
+// (or expired), marking those applied. Everything it writes is computed from
+// what it reads in tx, so a retried transaction starts over.
+func (p *Plugin) applyOnces(tx *gorm.DB, rows []batchRow, onces []*waiter) error {
+	var adds, removes []*waiter
+	for _, o := range onces {
+		o.once.applied = false
+		if o.once.rowsFor != nil {
+			removes = append(removes, o)
+		} else {
+			adds = append(adds, o)
+		}
+	}
+	keys := slices.Clone(adds)
+	slices.SortStableFunc(keys, compareOnceKeys) // stable: the first queued of one key is first
+	keys = slices.CompactFunc(keys, func(a, b *waiter) bool { return compareOnceKeys(a, b) == 0 })
+	if err := p.insertKeys(tx, keys); err != nil {
+		return err
+	}
+	var seen []*waiter // present: maybe expired, whatever this call's options
+	for _, o := range keys {
+		if !o.once.applied {
+			seen = append(seen, o)
+		}
+	}
+	if len(seen) > 0 {
+		if err := p.replaceExpired(tx, seen); err != nil {
+			return err
+		}
+	}
+	all := slices.Clone(rows)
+	for _, o := range keys {
+		if o.once.applied {
+			all = append(all, o.rows...)
+		}
+	}
+	if len(removes) > 0 {
+		slices.SortStableFunc(removes, compareOnceKeys)
+		removes = slices.CompactFunc(removes, func(a, b *waiter) bool { return compareOnceKeys(a, b) == 0 })
+		if err := p.deleteKeys(tx, removes); err != nil {
+			return err
+		}
+		for _, o := range removes {
+			if o.once.applied {
+				all = append(all, o.once.rowsFor(-o.once.row.Delta)...)
+			}
+		}
+	}
+	all, err := sumRows(all)
+	if err != nil {
+		return err
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return p.upsertRows(tx, tx.Statement.ConnPool, contextOf(tx), true, all)
+}
+
+// sumRows sorts rows by key and sums the rows of one counter (ErrOverflow
+// when a sum leaves int64: the batch is undone and its callers write alone).
+func sumRows(rows []batchRow) ([]batchRow, error) {
+	rows = dropZero(rows)
+	sortRows(rows)
+	out := rows[:0]
+	for _, r := range rows {
+		if n := len(out); n > 0 && out[n-1].ref == r.ref {
+			sum, ok := mergeDelta(out[n-1].delta, r.delta)
+			if !ok {
+				return nil, ErrOverflow
+			}
+			out[n-1].delta, out[n-1].slots = sum, min(out[n-1].slots, r.slots)
+			continue
+		}
+		out = append(out, r)
+	}
+	return dropZero(out), nil
+}
+
+// insertKeys inserts the keys (sorted, distinct) with one statement that
+// returns the ones it inserted, and marks their callers applied.
+func (p *Plugin) insertKeys(tx *gorm.DB, keys []*waiter) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	q := func(name string) { tx.Dialector.QuoteTo(&b, name) }
+	b.WriteString("INSERT ")
+	if p.dialect.insertIgnore() {
+		b.WriteString("IGNORE ")
+	}
+	b.WriteString("INTO ")
+	q(p.cfg.OnceTable)
+	cols := []string{"record_type", "record_id", "op_key", "delta", "expires_at"}
+	b.WriteString(" (")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		q(c)
+	}
+	b.WriteString(") VALUES ")
+	vals := make([]any, 0, len(keys)*len(cols))
+	for i, o := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?)")
+		r := &o.once.row
+		var at any
+		if r.ExpiresAt != nil {
+			at = *r.ExpiresAt
+		}
+		vals = append(vals, string(r.RecordType), string(r.RecordID), string(r.OpKey), r.Delta, at)
+	}
+	if !p.dialect.insertIgnore() {
+		b.WriteString(" ON CONFLICT (")
+		for i, c := range cols[:3] {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			q(c)
+		}
+		b.WriteString(") DO NOTHING")
+	}
+	b.WriteString(" RETURNING ")
+	for i, c := range cols[:3] {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		q(c)
+	}
+	res, err := tx.Raw(b.String(), vals...).Rows()
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	index := make(map[[3]Key]*waiter, len(keys))
+	for _, o := range keys {
+		index[onceKeyOf(&o.once.row)] = o
+	}
+	for res.Next() {
+		var k [3]string
+		if err := res.Scan(&k[0], &k[1], &k[2]); err != nil {
+			return err
+		}
+		if o, ok := index[[3]Key{Key(k[0]), Key(k[1]), Key(k[2])}]; ok {
+			o.once.applied = true
+		}
+	}
+	return res.Err()
+}
+
+// replaceExpired replaces the keys of seen (present, not inserted) that have
+// expired: each is deleted and inserted again, its caller applied. Only a
+// key read as expired is deleted: a DELETE of a live key would ask InnoDB
+// for the X lock that racing duplicates, holding the S lock of their INSERT
+// IGNORE, all ask for too (a deadlock).
+func (p *Plugin) replaceExpired(tx *gorm.DB, seen []*waiter) error {
+	now := time.Now().UTC()
+	conds := make([]clause.Expression, len(seen))
+	for i, o := range seen {
+		conds[i] = onceCondition(Ref{Type: string(o.once.row.RecordType), ID: string(o.once.row.RecordID)}, string(o.once.row.OpKey))
+	}
+	var expired []onceRow
+	if err := tx.Table(p.cfg.OnceTable).Select("record_type", "record_id", "op_key").Where(clause.Or(conds...)).
+		Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Find(&expired).Error; err != nil || len(expired) == 0 {
+		return err
+	}
+	byKey := make(map[[3]Key]*waiter, len(seen))
+	for _, o := range seen {
+		byKey[onceKeyOf(&o.once.row)] = o
+	}
+	var again []*waiter
+	for i := range expired {
+		o := byKey[onceKeyOf(&expired[i])]
+		if o == nil {
+			continue
+		}
+		res := tx.Table(p.cfg.OnceTable).Where(onceCondition(Ref{Type: string(o.once.row.RecordType), ID: string(o.once.row.RecordID)}, string(o.once.row.OpKey))).
+			Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Delete(&onceRow{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 1 { // else replaced by another AddOnce meanwhile: now live
+			again = append(again, o)
+		}
+	}
+	// The transaction holds the keys' locks since its DELETE: they go in.
+	return p.insertKeys(tx, again)
+}
+
+// deleteKeys deletes the live keys of removes (sorted, distinct) with one
+// statement that returns the ones it deleted and their deltas, and marks
+// their callers applied. An expired key is left for PruneKeys, as absent.
+//
+//	DELETE FROM `slotted_once` WHERE ((`record_type` = ? AND `record_id` = ? AND `op_key` = ?) OR (...))
+//	  AND (`expires_at` IS NULL OR `expires_at` > ?) RETURNING `record_type`,`record_id`,`op_key`,`delta`
+func (p *Plugin) deleteKeys(tx *gorm.DB, removes []*waiter) error {
+	var b strings.Builder
+	q := func(name string) { tx.Dialector.QuoteTo(&b, name) }
+	b.WriteString("DELETE FROM ")
+	q(p.cfg.OnceTable)
+	b.WriteString(" WHERE (")
+	vals := make([]any, 0, len(removes)*3+1)
+	for i, o := range removes {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteByte('(')
+		for j, c := range []string{"record_type", "record_id", "op_key"} {
+			if j > 0 {
+				b.WriteString(" AND ")
+			}
+			q(c)
+			b.WriteString(" = ?")
+		}
+		b.WriteByte(')')
+		r := &o.once.row
+		vals = append(vals, string(r.RecordType), string(r.RecordID), string(r.OpKey))
+	}
+	b.WriteString(") AND (")
+	q("expires_at")
+	b.WriteString(" IS NULL OR ")
+	q("expires_at")
+	b.WriteString(" > ?) RETURNING ")
+	for i, c := range []string{"record_type", "record_id", "op_key", "delta"} {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		q(c)
+	}
+	vals = append(vals, time.Now().UTC())
+	res, err := tx.Raw(b.String(), vals...).Rows()
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	index := make(map[[3]Key]*waiter, len(removes))
+	for _, o := range removes {
+		index[onceKeyOf(&o.once.row)] = o
+	}
+	for res.Next() {
+		var k [3]string
+		var delta int64
+		if err := res.Scan(&k[0], &k[1], &k[2], &delta); err != nil {
+			return err
+		}
+		if o, ok := index[[3]Key{Key(k[0]), Key(k[1]), Key(k[2])}]; ok {
+			o.once.applied, o.once.row.Delta = true, delta
+		}
+	}
+	return res.Err()
+}
