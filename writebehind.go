@@ -85,8 +85,9 @@ type Buffer struct {
 	closed  bool
 	lastErr error
 
-	marker *marker    // moved by each flush statement (outcome.go); used under flushing
-	doubt  []bufDoubt // rows of flush statements whose outcome is not known yet; under flushing and mu
+	marker     *marker    // moved by each flush statement (outcome.go); used under flushing
+	markerGone bool       // retired: its row deleted after Close (under mu)
+	doubt      []bufDoubt // rows of flush statements whose outcome is not known yet; under flushing and mu
 
 	flushing sync.Mutex // one flush at a time
 	kick     chan struct{}
@@ -338,6 +339,9 @@ func (b *Buffer) Flush(ctx context.Context) error {
 	}()
 	refused := errors.Join(overflows...) // nil when none
 
+	if err == nil {
+		defer b.retire(ctx)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.inflight.refs, b.inflight.overlap, b.inflight.writes = nil, 0, 0
@@ -417,13 +421,28 @@ func (b *Buffer) Close(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	<-b.stopped
-	if err := b.Flush(ctx); err != nil {
-		return err
+	return b.Flush(ctx) // after Close, a Flush that leaves nothing behind drops the marker (retire)
+}
+
+// retire (under flushing, after a flush that wrote everything) drops the
+// marker once the Buffer is closed and holds nothing: no statement will go
+// through it again. A row left behind (this failed, or the process died) is
+// one row, read by nothing; a later Flush tries again.
+func (b *Buffer) retire(ctx context.Context) {
+	b.mu.Lock()
+	done := b.closed && len(b.pending) == 0 && len(b.carry) == 0 && len(b.doubt) == 0 && !b.markerGone
+	b.mu.Unlock()
+	if !done {
+		return
 	}
-	// Nothing is pending or in doubt: the marker is done with. A row left
-	// behind (this failed, or the process died) is one row, read by nothing.
-	_ = b.p.dropMarker(b.db.WithContext(ctx), b.marker.ref)
-	return nil
+	for attempt := 0; attempt < 3; attempt++ { // a pooled connection may be dead: the next one is not
+		if b.p.dropMarker(b.db.WithContext(ctx), b.marker.ref) == nil {
+			b.mu.Lock()
+			b.markerGone = true
+			b.mu.Unlock()
+			return
+		}
+	}
 }
 
 // Stats returns the buffer's metrics.

@@ -49,6 +49,8 @@ type faultServer struct {
 	cmd    *exec.Cmd
 	admin  *sql.DB // a connection pool of the test's own, never killed by kill()
 	db     string  // the test's database
+	args   []string
+	cred   *syscall.Credential
 	exited chan struct{}
 
 	mu     sync.Mutex
@@ -181,7 +183,7 @@ func killStale(pidFile string) {
 
 func startFaultServer(t *testing.T, name string) *faultServer {
 	t.Helper()
-	s := &faultServer{name: name, exited: make(chan struct{})}
+	s := &faultServer{name: name}
 	var args []string
 	var cred *syscall.Credential
 	switch name {
@@ -224,39 +226,82 @@ func startFaultServer(t *testing.T, name string) *faultServer {
 			runQuiet(t, cred, initdb, "-D", s.dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
 		}
 		args = []string{pgBin, "-D", s.dir, "-p", strconv.Itoa(s.port), "-h", "127.0.0.1", "-k", s.dir,
-			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB"}
+			"-c", "fsync=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB"}
 	default:
 		t.Fatalf("no fault server for %s", name)
 	}
+	s.args, s.cred = args, cred
+	s.launch(t)
+	t.Cleanup(s.stop)
+	s.admin = s.open(t, "")
+	s.waitReady(t)
+	s.db = fmt.Sprintf("f%d", time.Now().UnixNano())
+	_, err := s.admin.Exec("CREATE DATABASE " + s.db)
+	require.NoError(t, err)
+	return s
+}
+
+// launch starts the server process.
+func (s *faultServer) launch(t *testing.T) {
+	t.Helper()
 	log, err := os.OpenFile(filepath.Join(s.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	require.NoError(t, err)
-	s.cmd = exec.Command(args[0], args[1:]...)
-	s.cmd.Stdout, s.cmd.Stderr = log, log
+	cmd := exec.Command(s.args[0], s.args[1:]...)
+	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: a ^C to the test does not reach it, and stop ends it.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-	require.NoError(t, s.cmd.Start())
-	go func() { _ = s.cmd.Wait(); _ = log.Close(); close(s.exited) }()
-	t.Cleanup(s.stop)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cred}
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); _ = log.Close(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+}
 
-	s.admin = s.open(t, "")
+// waitReady waits until the server answers, for up to 60 s.
+func (s *faultServer) waitReady(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		err := s.admin.Ping()
 		if err == nil {
-			break
+			return
 		}
 		select {
 		case <-s.exited:
-			t.Fatalf("%s exited while starting (logs in %s): %v", name, s.dir, err)
+			t.Fatalf("%s exited while starting (logs in %s): %v", s.name, s.dir, err)
 		default:
 		}
-		require.True(t, time.Now().Before(deadline), "%s did not answer within 60 s: %v", name, err)
+		require.True(t, time.Now().Before(deadline), "%s did not answer within 60 s: %v", s.name, err)
 		time.Sleep(100 * time.Millisecond)
 	}
-	s.db = fmt.Sprintf("f%d", time.Now().UnixNano())
-	_, err = s.admin.Exec("CREATE DATABASE " + s.db)
-	require.NoError(t, err)
-	return s
+}
+
+// crashRestart kills the server hard (SIGKILL to all its processes: crash
+// recovery on the next start) and starts it again on the same data, waiting
+// until it answers. Clients see their connections reset and refused
+// meanwhile.
+func (s *faultServer) crashRestart(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	// PostgreSQL's backends each run in a session of their own: signal them one by one.
+	pids, exited := s.pids(), s.exited
+	s.mu.Unlock()
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	<-exited
+	// A new postmaster refuses to start while an old backend still holds the shared memory.
+	for _, pid := range pids[1:] {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if i := bytes.LastIndexByte(stat, ')'); err != nil || (i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z') {
+				break
+			}
+		}
+	}
+	s.launch(t)
+	s.waitReady(t)
 }
 
 // open opens a database/sql pool on the server's database db ("" for the
@@ -286,32 +331,10 @@ func (s *faultServer) pgDSN(db string) string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable connect_timeout=5", s.port, db)
 }
 
-// gorm opens a gorm pool on the test's database with the plugin registered
-// with cfg and the test models migrated.
-func (s *faultServer) gorm(t *testing.T, cfg slotted.Config) *gorm.DB {
-	t.Helper()
-	var d gorm.Dialector
-	if s.name == dbPostgres {
-		d = postgres.Open(s.pgDSN(s.db))
-	} else {
-		d = gmysql.Open(s.mysqlDSN(s.db))
-	}
-	db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if sqlDB, err := db.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
-	require.NoError(t, db.Use(slotted.New(cfg)))
-	require.NoError(t, db.AutoMigrate(testModels...))
-	return db
-}
-
 // pids lists the server's processes: mariadbd, or the postmaster and its
 // backends and workers.
 func (s *faultServer) pids() []int {
-	root := s.cmd.Process.Pid
+	root := s.cmd.Process.Pid // under mu
 	pids := []int{root}
 	if s.name != dbPostgres {
 		return pids
@@ -438,20 +461,23 @@ func (s *faultServer) kill(ctx context.Context) (int, error) {
 
 // stop ends the server: resumed if frozen, SIGTERM, SIGKILL after 30 s.
 func (s *faultServer) stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
 		return
 	}
 	if s.admin != nil {
 		_ = s.admin.Close()
 	}
-	pid := s.cmd.Process.Pid
+	pid := cmd.Process.Pid
 	_ = syscall.Kill(-pid, syscall.SIGCONT)
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	select {
-	case <-s.exited:
+	case <-exited:
 	case <-time.After(30 * time.Second):
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-s.exited
+		<-exited
 	}
 }
 

@@ -20,8 +20,9 @@ import (
 )
 
 // TestWriteErrorsMeanNotCounted: 64 writers increment a few hot counters
-// while the server kills every client connection every 100-300 ms and some
-// statements' answers are lost after they committed. Half the writers have
+// while the server kills every client connection every 100-300 ms, some
+// statements' answers are lost after they committed, and halfway the server
+// is killed (SIGKILL) and restarted. Half the writers have
 // no deadline, half use 5-50 ms deadlines (on counters of their own, so that
 // the writes their contexts cut short, which may land, are told apart).
 // Before, 72% of the coalesced writes that failed with "invalid connection"
@@ -108,6 +109,11 @@ func TestWriteErrorsMeanNotCounted(t *testing.T) {
 				}
 			}()
 		}
+		// Halfway, a hard restart: SIGKILL, crash recovery, back on the same data.
+		time.Sleep(2 * time.Second)
+		restartAt := time.Now()
+		srv.crashRestart(t)
+		restarted := time.Since(restartAt)
 		wg.Wait()
 		close(stop)
 		bg.Wait()
@@ -138,10 +144,10 @@ func TestWriteErrorsMeanNotCounted(t *testing.T) {
 		require.NoError(t, err)
 		var samples []string
 		errSamples.Range(func(k, _ any) bool { samples = append(samples, k.(string)); return len(samples) < 5 })
-		t.Logf("%d kill rounds (%d connections killed), %d answers lost; writes: %d nil (each counted once), "+
+		t.Logf("a crash restart (down %v), %d kill rounds (%d connections killed), %d answers lost; writes: %d nil (each counted once), "+
 			"%d errors other than a context's (none counted), %d context errors (%d of them counted); "+
 			"settled by marker: %d had committed, %d had not; error samples: %q",
-			killRounds.Load(), kills.Load(), lost.Load(), sum.ok, sum.otherErr, sum.ctxErr, sum.landedCtx,
+			restarted.Round(time.Millisecond), killRounds.Load(), kills.Load(), lost.Load(), sum.ok, sum.otherErr, sum.ctxErr, sum.landedCtx,
 			ps.SettledLanded, ps.SettledLost, samples)
 		assert.Positive(t, kills.Load())
 		assert.Positive(t, ps.SettledLanded, "no statement committed despite its error: the test did not test that")
