@@ -97,8 +97,38 @@ func faultDir(t *testing.T, suffix string) string {
 		return base + "-" + suffix
 	}
 	// A fixed place, so that the data directory initialized by the first
-	// test is reused by the next ones and by later runs.
-	return filepath.Join(os.TempDir(), fmt.Sprintf("slotted-fault-%d-%s", os.Getuid(), suffix))
+	// test is reused by the next ones and by later runs; but only one process
+	// at a time may use it (two test binaries would start servers on one
+	// data directory and kill each other's): a process that finds it locked
+	// by another gets a directory of its own, removed after the test.
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("slotted-fault-%d-%s", os.Getuid(), suffix))
+	if faultLock(dir) {
+		return dir
+	}
+	own := fmt.Sprintf("%s-%d", dir, os.Getpid())
+	t.Cleanup(func() { _ = os.RemoveAll(own) })
+	return own
+}
+
+var faultLocks sync.Map // dir -> *os.File, held (and locked) until the process exits
+
+// faultLock takes dir's lock file for this process, reporting whether it has it.
+func faultLock(dir string) bool {
+	if _, ok := faultLocks.Load(dir); ok {
+		return true
+	}
+	f, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return false
+	}
+	if _, loaded := faultLocks.LoadOrStore(dir, f); loaded {
+		_ = f.Close() // another test of this process took it meanwhile: the process holds it
+	}
+	return true
 }
 
 // lookBin finds a server binary on PATH or in the places Debian puts them.
