@@ -56,9 +56,13 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 		return err
 	}
 	var found []string
-	err = WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).
+	q := WithoutFill(primary(db, m.table))
+	err = q.Model(reflect.New(m.typ).Interface()).
 		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Value: m.key.value(v)}).
 		Limit(1).Pluck(m.key.column, &found).Error
+	if q.DryRun { // rendered and logged; nothing found is not ErrRecordNotFound
+		return ErrDryRun
+	}
 	if err != nil {
 		return err
 	}

@@ -278,8 +278,8 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 			{Column: pk, Desc: !r.asc},
 		}}).Limit(r.limit + 1).Offset(r.offset)
 	rows, err := q.Rows()
-	if q.DryRun {
-		return &Page[T]{Read: r.read}, nil
+	if q.DryRun { // rendered and logged; an empty page would claim there are no records
+		return nil, ErrDryRun
 	}
 	if err != nil {
 		return nil, err

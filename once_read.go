@@ -154,12 +154,16 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 	}
 	opKey := clause.Column{Name: "op_key"}
 	var keys []string
-	err = routed(db).Table(p.cfg.OnceTable).
+	tx := routed(db)
+	err = tx.Table(p.cfg.OnceTable).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.recordType}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: id}).
 		Where(live(time.Now())).
 		Where(clause.Gt{Column: opKey, Value: after}).
 		Order(clause.OrderByColumn{Column: opKey}).Limit(limit).Pluck("op_key", &keys).Error
+	if tx.DryRun { // rendered and logged; no page is not "nobody"
+		return nil, ErrDryRun
+	}
 	return keys, err
 }
 
@@ -176,11 +180,15 @@ func (p *Plugin) appliedKeys(db *gorm.DB, recordType string, ids []string, key s
 	now := time.Now()
 	for chunk := range slices.Chunk(ids, loadChunk) {
 		var found []string
-		err := routed(db).Table(p.cfg.OnceTable).
+		tx := routed(db)
+		err := tx.Table(p.cfg.OnceTable).
 			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: recordType}).
 			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
 			Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: anys(chunk)}).
 			Where(live(now)).Pluck("record_id", &found).Error
+		if tx.DryRun { // rendered and logged; nothing found is not "not applied"
+			return nil, ErrDryRun
+		}
 		if err != nil {
 			return nil, err
 		}
