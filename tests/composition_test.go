@@ -2,10 +2,12 @@ package tests
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+	"gorm.io/plugin/dbresolver"
 
 	"github.com/slotted-go/slotted"
 )
@@ -73,5 +75,147 @@ func TestDryRunNewCallsReportNothingDone(t *testing.T) {
 		liked, err = slotted.Applied(db, &s, "likes", "user:dry2")
 		require.NoError(t, err)
 		assert.False(t, liked, "the dry AddOnce stored no key")
+	})
+}
+
+// TestTablePrefixNewReads: with NamingStrategy{TablePrefix: "app_"} the
+// once-table lookups, windows, dashboards, listings, Trending and MustExist
+// read app_slotted_counters, app_slotted_once and app_<model>.
+func TestTablePrefixNewReads(t *testing.T) {
+	for _, name := range dbNames(t) {
+		t.Run(name, func(t *testing.T) {
+			dropNamingTables(t, name) // unprefixed counter tables would be kept (naming.go)
+			db := prefixedDB(t, name)
+			require.NoError(t, db.Migrator().DropTable("app_stories", "app_listeds"))
+			p := slotted.New(slotted.Config{})
+			require.NoError(t, db.Use(p))
+			require.Equal(t, "app_slotted_counters", p.Config().Table)
+			require.NoError(t, db.AutoMigrate(&Story{}, &Listed{}))
+			stories := []Story{{Title: "a"}, {Title: "b"}}
+			require.NoError(t, db.Create(&stories).Error)
+			listed := []Listed{{Grp: 1}, {Grp: 1}, {Grp: 2}}
+			require.NoError(t, db.Create(&listed).Error)
+
+			_, err := slotted.AddOnce(db, &stories[1], "likes", 1, "user:1")
+			require.NoError(t, err)
+			require.NoError(t, slotted.Add(db, &stories[1], "views", 5))
+			for i, l := range listed {
+				require.NoError(t, slotted.Add(db, &l, "likes", int64(10*(i+1))))
+				require.NoError(t, slotted.Add(db, &l, "views", int64(i+1)))
+			}
+
+			liked, err := slotted.Applied(db, &stories[1], "likes", "user:1")
+			require.NoError(t, err)
+			assert.True(t, liked, "Applied")
+			many, err := slotted.AppliedMany(db, &stories, "likes", "user:1")
+			require.NoError(t, err)
+			assert.Equal(t, []bool{false, true}, many, "AppliedMany")
+			keys, err := slotted.OnceKeys(db, &stories[1], "likes", "", 10)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"user:1"}, keys, "OnceKeys")
+			var found []Story
+			require.NoError(t, slotted.WithOnceKey(db, "user:1").Order("id").Find(&found).Error)
+			require.Len(t, found, 2)
+			assert.True(t, found[1].Liked, "WithOnceKey auto-fill")
+			assert.EqualValues(t, 5, found[1].ViewsWeek, "window: auto-fill")
+			n, err := slotted.CountIn(db, &stories[1], "views", slotted.LastDays(7))
+			require.NoError(t, err)
+			assert.EqualValues(t, 5, n, "CountIn")
+			series, err := slotted.SeriesMany(db, &stories, "views", slotted.LastDays(7))
+			require.NoError(t, err)
+			assert.EqualValues(t, 5, series[1][6].Count, "SeriesMany")
+			ss := []Story{{ID: stories[1].ID}}
+			require.NoError(t, slotted.LoadWindows(db, &ss))
+			assert.EqualValues(t, 5, ss[0].ViewsWeek, "LoadWindows")
+
+			page, err := slotted.List(db, &Listed{}, "likes", slotted.ListOptions{Limit: 2, Read: slotted.ReadExact})
+			require.NoError(t, err)
+			assert.Equal(t, []int64{30, 20}, page.Totals, "List")
+			page, err = slotted.List(db.Where("grp = ?", 1), &Listed{}, "views", slotted.ListOptions{Limit: 5, From: time.Now().Add(-48 * time.Hour), To: time.Now().Add(time.Hour)})
+			require.NoError(t, err)
+			assert.Equal(t, []int64{2, 1}, page.Totals, "List in a window")
+			tpage, err := slotted.Trending(db, &Listed{}, "views", slotted.TrendOptions{Limit: 5, Buckets: 2, HalfLife: 1})
+			require.NoError(t, err)
+			require.Len(t, tpage.Items, 3, "Trending")
+			assert.Equal(t, listed[2].ID, tpage.Items[0].ID)
+
+			require.NoError(t, slotted.Increment(slotted.MustExist(db), &Story{ID: stories[0].ID}, "likes"))
+			assert.ErrorIs(t, slotted.Increment(slotted.MustExist(db), &Story{ID: stories[1].ID + 100}, "likes"), slotted.ErrRecordNotFound)
+		})
+	}
+}
+
+// TestRoutingNewCalls: under dbresolver the new plain reads go where the
+// caller's routing sends reads (a replica, or a Use'd resolver's replica),
+// and MustExist's existence check, which decides a write, reads the primary
+// (the Use'd resolver's source) with the write.
+func TestRoutingNewCalls(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		name := dialect(db)
+		stories := migrateStories(t, db)
+		migrateListed(t, db)
+		replica, replicaLog := spied(t, name, "replica", sameDatabase)
+		namedSource, namedLog := spied(t, name, "named source", sameDatabase)
+		namedReplica, namedReplicaLog := spied(t, name, "named replica", sameDatabase)
+		app, primaryLog := resolved(t, db, dbresolver.Config{Replicas: []gorm.Dialector{replica}}, func(r *dbresolver.DBResolver) {
+			r.Register(dbresolver.Config{Sources: []gorm.Dialector{namedSource}, Replicas: []gorm.Dialector{namedReplica}}, "named")
+		})
+		logs := []*spyLog{primaryLog, replicaLog, namedLog, namedReplicaLog}
+		s := Story{ID: stories[0].ID}
+		_, err := slotted.AddOnce(app, &s, "likes", 1, "user:1")
+		require.NoError(t, err)
+		require.NoError(t, slotted.Add(app, &s, "views", 2))
+		l := Listed{Grp: 1}
+		require.NoError(t, app.Create(&l).Error)
+		require.NoError(t, slotted.Add(app, &l, "views", 3))
+
+		ranOn := func(what string, ran func() error, want *spyLog) {
+			t.Helper()
+			for _, l := range logs {
+				l.reset()
+			}
+			require.NoError(t, ran(), what)
+			for _, l := range logs {
+				if l == want {
+					assert.Positive(t, l.count(""), "%s ran on the %s", what, l.name)
+				} else {
+					assert.Zero(t, l.count(""), "%s ran nothing on the %s: %v", what, l.name, l.statements())
+				}
+			}
+		}
+		named := func(db *gorm.DB) *gorm.DB { return db.Clauses(dbresolver.Use("named")) }
+		for _, tc := range []struct {
+			label         string
+			db            *gorm.DB
+			reads, writes *spyLog
+		}{{"", app, replicaLog, primaryLog}, {" with Use", named(app), namedReplicaLog, namedLog}} {
+			db := tc.db
+			ranOn("Applied"+tc.label, func() error { _, err := slotted.Applied(db, &s, "likes", "user:1"); return err }, tc.reads)
+			ranOn("AppliedMany"+tc.label, func() error { _, err := slotted.AppliedMany(db, &stories, "likes", "user:1"); return err }, tc.reads)
+			ranOn("OnceKeys"+tc.label, func() error { _, err := slotted.OnceKeys(db, &s, "likes", "", 5); return err }, tc.reads)
+			ranOn("CountIn"+tc.label, func() error { _, err := slotted.CountIn(db, &s, "views", slotted.LastDays(7)); return err }, tc.reads)
+			ranOn("SeriesMany"+tc.label, func() error {
+				_, err := slotted.SeriesMany(db, &stories, "views", slotted.LastDays(7))
+				return err
+			}, tc.reads)
+			ranOn("LoadWindows"+tc.label, func() error { return slotted.LoadWindows(db, &stories) }, tc.reads)
+			ranOn("List"+tc.label, func() error {
+				_, err := slotted.List(db, &Listed{}, "views", slotted.ListOptions{Limit: 5})
+				return err
+			}, tc.reads)
+			ranOn("Trending"+tc.label, func() error {
+				_, err := slotted.Trending(db, &Listed{}, "views", slotted.TrendOptions{Limit: 5, Buckets: 2, HalfLife: 1})
+				return err
+			}, tc.reads)
+			ranOn("MustExist Increment"+tc.label, func() error { return slotted.Increment(slotted.MustExist(db), &Story{ID: s.ID}, "likes") }, tc.writes)
+			ranOn("MustExist AddOnce"+tc.label, func() error {
+				_, err := slotted.AddOnce(slotted.MustExist(db), &Story{ID: s.ID}, "likes", 1, "user:2"+tc.label)
+				return err
+			}, tc.writes)
+			ranOn("Applied with Write"+tc.label, func() error {
+				_, err := slotted.Applied(db.Clauses(dbresolver.Write), &s, "likes", "user:1")
+				return err
+			}, tc.writes)
+		}
 	})
 }
