@@ -219,3 +219,84 @@ func TestRoutingNewCalls(t *testing.T) {
 		}
 	})
 }
+
+// Viewed has a bucketed counter with once keys (one view per user and day
+// bucket) and an applied field for it.
+type Viewed struct {
+	ID     uint
+	Title  string
+	Views  int64 `gorm:"-" slotted:"views;buckets:day;slots:2"`
+	Seen   bool  `gorm:"-" slotted:"views;applied"`
+	Week   int64 `gorm:"-" slotted:"views;window:7d"`
+	Shares int64 `gorm:"-" slotted:"shares"`
+}
+
+// TestBucketedCountersInNewReads: AddOnce on a bucketed counter is seen by
+// Applied, AppliedMany, OnceKeys and WithOnceKey; List sorts a bucketed
+// counter by its all-time total and by a window; RemoveOnce undoes both.
+func TestBucketedCountersInNewReads(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		require.NoError(t, db.Migrator().DropTable(&Viewed{}))
+		require.NoError(t, db.AutoMigrate(&Viewed{}))
+		require.NoError(t, db.Exec("DELETE FROM "+slotted.DefaultOnceTable).Error)
+		vs := []Viewed{{Title: "a"}, {Title: "b"}, {Title: "c"}}
+		require.NoError(t, db.Create(&vs).Error)
+		for i := range vs {
+			for u := range i + 1 {
+				applied, err := slotted.AddOnce(db, &Viewed{ID: vs[i].ID}, "views", 1, userKey(u))
+				require.NoError(t, err)
+				require.True(t, applied)
+			}
+		}
+		applied, err := slotted.AddOnce(db, &Viewed{ID: vs[0].ID}, "views", 1, userKey(0))
+		require.NoError(t, err)
+		assert.False(t, applied, "once per key")
+
+		seen, err := slotted.Applied(db, &vs[1], "views", userKey(1))
+		require.NoError(t, err)
+		assert.True(t, seen, "Applied")
+		many, err := slotted.AppliedMany(db, &vs, "views", userKey(1))
+		require.NoError(t, err)
+		assert.Equal(t, []bool{false, true, true}, many, "AppliedMany")
+		keys, err := slotted.OnceKeys(db, &vs[2], "views", "", 10)
+		require.NoError(t, err)
+		assert.Equal(t, []string{userKey(0), userKey(1), userKey(2)}, keys, "OnceKeys")
+		var found []Viewed
+		require.NoError(t, slotted.WithOnceKey(db, userKey(2)).Order("id").Find(&found).Error)
+		require.Len(t, found, 3)
+		for i, want := range []int64{1, 2, 3} {
+			assert.Equal(t, want, found[i].Views, "total of %d", i)
+			assert.Equal(t, want, found[i].Week, "week of %d", i)
+			assert.Equal(t, i == 2, found[i].Seen, "seen by user 2: %d", i)
+		}
+
+		ids := func(p *slotted.Page[Viewed]) []uint {
+			var out []uint
+			for _, v := range p.Items {
+				out = append(out, v.ID)
+			}
+			return out
+		}
+		page, err := slotted.List(db, &Viewed{}, "views", slotted.ListOptions{Limit: 10})
+		require.NoError(t, err)
+		assert.Equal(t, []uint{vs[2].ID, vs[1].ID, vs[0].ID}, ids(page), "List, all time")
+		assert.Equal(t, []int64{3, 2, 1}, page.Totals)
+		page, err = slotted.List(db, &Viewed{}, "views", slotted.ListOptions{Limit: 10, Ascending: true, From: time.Now().Add(-24 * time.Hour), To: time.Now().Add(time.Hour)})
+		require.NoError(t, err)
+		assert.Equal(t, []uint{vs[0].ID, vs[1].ID, vs[2].ID}, ids(page), "List in a window")
+		assert.Equal(t, []int64{1, 2, 3}, page.Totals)
+
+		removed, err := slotted.RemoveOnce(db, &Viewed{ID: vs[2].ID}, "views", userKey(2))
+		require.NoError(t, err)
+		assert.True(t, removed)
+		seen, err = slotted.Applied(db, &vs[2], "views", userKey(2))
+		require.NoError(t, err)
+		assert.False(t, seen, "removed")
+		n, err := slotted.CountIn(db, &vs[2], "views", slotted.Today())
+		require.NoError(t, err)
+		assert.EqualValues(t, 2, n, "the removal left today's bucket")
+		n, err = slotted.Count(db, &vs[2], "views")
+		require.NoError(t, err)
+		assert.EqualValues(t, 2, n, "and the total")
+	})
+}
