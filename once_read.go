@@ -54,6 +54,7 @@ func Applied(db *gorm.DB, model any, counter, key string) (bool, error) {
 // AppliedMany is Applied for every record in models (a slice or array of
 // structs or pointers, or a pointer to one), in their order, with one
 // statement per 1000 records: the "liked by me" flags of a page of posts.
+// A nil pointer among models is ErrUnsupportedModel.
 //
 //	liked, err := slotted.AppliedMany(db, &posts, "likes", "user:7") // liked[i]: posts[i]
 func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
@@ -70,6 +71,9 @@ func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
 		return nil, err
 	}
 	if err := checkOnceKey(key); err != nil {
+		return nil, err
+	}
+	if err := noNilElems(elem); err != nil {
 		return nil, err
 	}
 	rs, err := m.records(elem, true)
@@ -101,6 +105,9 @@ func LoadApplied(db *gorm.DB, models any, key string, fields ...string) error {
 		return err
 	}
 	if err := checkOnceKey(key); err != nil {
+		return err
+	}
+	if err := m.extrasNamed(fields, extraApplied); err != nil {
 		return err
 	}
 	var applied []string

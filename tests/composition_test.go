@@ -300,3 +300,159 @@ func TestBucketedCountersInNewReads(t *testing.T) {
 		assert.EqualValues(t, 2, n, "and the total")
 	})
 }
+
+// TestBadInputToNewCalls: bad arguments to the new calls are typed errors,
+// with no statement sent and no panic.
+func TestBadInputToNewCalls(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		stories := migrateStories(t, db)
+		migrateListed(t, db)
+		s := &Story{ID: stories[0].ID}
+		var nilStory *Story
+		var nilStories *[]Story
+		var nilListed *Listed
+		type noCounters struct{ ID uint }
+		cases := []struct {
+			what string
+			want error
+			call func(db *gorm.DB) error
+		}{
+			{"Applied nil", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { _, err := slotted.Applied(db, nil, "likes", "k"); return err }},
+			{"Applied nil *Story", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { _, err := slotted.Applied(db, nilStory, "likes", "k"); return err }},
+			{"Applied no key", slotted.ErrMissingPrimaryKey, func(db *gorm.DB) error { _, err := slotted.Applied(db, &Story{}, "likes", "k"); return err }},
+			{"Applied unknown counter", slotted.ErrUnknownCounter, func(db *gorm.DB) error { _, err := slotted.Applied(db, s, "nope", "k"); return err }},
+			{"Applied empty key", slotted.ErrUnsupportedKey, func(db *gorm.DB) error { _, err := slotted.Applied(db, s, "likes", ""); return err }},
+			{"Applied int", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { _, err := slotted.Applied(db, 7, "likes", "k"); return err }},
+			{"AppliedMany nil", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { _, err := slotted.AppliedMany(db, nil, "likes", "k"); return err }},
+			{"AppliedMany nil *[]Story", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { _, err := slotted.AppliedMany(db, nilStories, "likes", "k"); return err }},
+			{"AppliedMany nil element", slotted.ErrUnsupportedModel, func(db *gorm.DB) error {
+				_, err := slotted.AppliedMany(db, []*Story{s, nil}, "likes", "k")
+				return err
+			}},
+			{"AppliedMany no key", slotted.ErrMissingPrimaryKey, func(db *gorm.DB) error {
+				_, err := slotted.AppliedMany(db, []Story{{ID: s.ID}, {}}, "likes", "k")
+				return err
+			}},
+			{"AppliedMany unknown counter", slotted.ErrUnknownCounter, func(db *gorm.DB) error { _, err := slotted.AppliedMany(db, []Story{*s}, "nope", "k"); return err }},
+			{"LoadApplied no applied field", slotted.ErrUnknownCounter, func(db *gorm.DB) error { return slotted.LoadApplied(db, &[]Post{{ID: 1}}, "k") }},
+			{"LoadApplied nil", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { return slotted.LoadApplied(db, nil, "k") }},
+			{"OnceKeys limit 0", slotted.ErrInvalidArgument, func(db *gorm.DB) error { _, err := slotted.OnceKeys(db, s, "likes", "", 0); return err }},
+			{"OnceKeys NUL after", slotted.ErrUnsupportedKey, func(db *gorm.DB) error { _, err := slotted.OnceKeys(db, s, "likes", "a\x00", 5); return err }},
+			{"OnceKeys nil", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { _, err := slotted.OnceKeys(db, nil, "likes", "", 5); return err }},
+			{"CountIn not bucketed", slotted.ErrInvalidArgument, func(db *gorm.DB) error { _, err := slotted.CountIn(db, s, "likes", slotted.Today()); return err }},
+			{"CountIn zero Window", slotted.ErrInvalidArgument, func(db *gorm.DB) error { _, err := slotted.CountIn(db, s, "views", slotted.Window{}); return err }},
+			{"CountIn LastDays(0)", slotted.ErrInvalidArgument, func(db *gorm.DB) error { _, err := slotted.CountIn(db, s, "views", slotted.LastDays(0)); return err }},
+			{"CountIn LastDays(-3)", slotted.ErrInvalidArgument, func(db *gorm.DB) error { _, err := slotted.CountIn(db, s, "views", slotted.LastDays(-3)); return err }},
+			{"CountIn LastHours on days", slotted.ErrInvalidArgument, func(db *gorm.DB) error { _, err := slotted.CountIn(db, s, "views", slotted.LastHours(3)); return err }},
+			{"CountIn nil", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { _, err := slotted.CountIn(db, nil, "views", slotted.Today()); return err }},
+			{"SeriesIn unknown", slotted.ErrUnknownCounter, func(db *gorm.DB) error { _, err := slotted.SeriesIn(db, s, "nope", slotted.Today()); return err }},
+			{"LoadIn nil", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { return slotted.LoadIn(db, nil, slotted.Today()) }},
+			{"LoadIn not bucketed", slotted.ErrInvalidArgument, func(db *gorm.DB) error { return slotted.LoadIn(db, &[]Story{*s}, slotted.Today(), "likes") }},
+			{"SeriesMany nil", slotted.ErrUnsupportedModel, func(db *gorm.DB) error {
+				_, err := slotted.SeriesMany(db, nil, "views", slotted.Today())
+				return err
+			}},
+			{"SeriesMany not bucketed", slotted.ErrInvalidArgument, func(db *gorm.DB) error {
+				_, err := slotted.SeriesMany(db, []Story{*s}, "likes", slotted.Today())
+				return err
+			}},
+			{"SeriesMany no key", slotted.ErrMissingPrimaryKey, func(db *gorm.DB) error {
+				_, err := slotted.SeriesMany(db, []Story{{}}, "views", slotted.Today())
+				return err
+			}},
+			{"LoadWindows nil", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { return slotted.LoadWindows(db, nil) }},
+			{"LoadWindows unknown field", slotted.ErrUnknownCounter, func(db *gorm.DB) error { return slotted.LoadWindows(db, &[]Story{*s}, "Nope") }},
+			{"LoadWindows non-model", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { return slotted.LoadWindows(db, &[]int{1}) }},
+			{"List nil model", slotted.ErrUnsupportedModel, func(db *gorm.DB) error {
+				_, err := slotted.List(db, nilListed, "likes", slotted.ListOptions{Limit: 5})
+				return err
+			}},
+			{"List non-model", slotted.ErrUnsupportedModel, func(db *gorm.DB) error {
+				_, err := slotted.List(db, new(int), "likes", slotted.ListOptions{Limit: 5})
+				return err
+			}},
+			{"List without counters", slotted.ErrUnknownCounter, func(db *gorm.DB) error {
+				_, err := slotted.List(db, &noCounters{}, "likes", slotted.ListOptions{Limit: 5})
+				return err
+			}},
+			{"List unknown counter", slotted.ErrUnknownCounter, func(db *gorm.DB) error {
+				_, err := slotted.List(db, &Listed{}, "nope", slotted.ListOptions{Limit: 5})
+				return err
+			}},
+			{"List Limit 0", slotted.ErrInvalidArgument, func(db *gorm.DB) error {
+				_, err := slotted.List(db, &Listed{}, "likes", slotted.ListOptions{})
+				return err
+			}},
+			{"List bad cursor", slotted.ErrInvalidArgument, func(db *gorm.DB) error {
+				_, err := slotted.List(db, &Listed{}, "likes", slotted.ListOptions{Limit: 5, After: "%%%"})
+				return err
+			}},
+			{"List window on a plain counter", slotted.ErrInvalidArgument, func(db *gorm.DB) error {
+				_, err := slotted.List(db, &Listed{}, "shares", slotted.ListOptions{Limit: 5, From: time.Now().Add(-time.Hour)})
+				return err
+			}},
+			{"List To before From", slotted.ErrInvalidArgument, func(db *gorm.DB) error {
+				_, err := slotted.List(db, &Listed{}, "views", slotted.ListOptions{Limit: 5, From: time.Now(), To: time.Now().Add(-72 * time.Hour)})
+				return err
+			}},
+			{"Trending nil model", slotted.ErrUnsupportedModel, func(db *gorm.DB) error {
+				_, err := slotted.Trending(db, nilListed, "views", slotted.TrendOptions{Limit: 5, Buckets: 2, HalfLife: 1})
+				return err
+			}},
+			{"Trending not bucketed", slotted.ErrInvalidArgument, func(db *gorm.DB) error {
+				_, err := slotted.Trending(db, &Listed{}, "likes", slotted.TrendOptions{Limit: 5, Buckets: 2, HalfLife: 1})
+				return err
+			}},
+			{"Trending zero options", slotted.ErrInvalidArgument, func(db *gorm.DB) error {
+				_, err := slotted.Trending(db, &Listed{}, "views", slotted.TrendOptions{Limit: 5})
+				return err
+			}},
+			{"Trending unknown", slotted.ErrUnknownCounter, func(db *gorm.DB) error {
+				_, err := slotted.Trending(db, &Listed{}, "nope", slotted.TrendOptions{Limit: 5, Buckets: 2, HalfLife: 1})
+				return err
+			}},
+			{"MustExist no key", slotted.ErrMissingPrimaryKey, func(db *gorm.DB) error { return slotted.Increment(slotted.MustExist(db), &Story{}, "likes") }},
+			{"MustExist nil", slotted.ErrUnsupportedModel, func(db *gorm.DB) error { return slotted.Increment(slotted.MustExist(db), nilStory, "likes") }},
+			{"MustExist unknown", slotted.ErrUnknownCounter, func(db *gorm.DB) error { return slotted.Increment(slotted.MustExist(db), s, "nope") }},
+		}
+		for _, tc := range cases {
+			rdb, rec := recorded(db)
+			var err error
+			require.NotPanics(t, func() { err = tc.call(rdb) }, tc.what)
+			assert.ErrorIs(t, err, tc.want, tc.what)
+			assert.Empty(t, rec.statements(), "%s sent nothing", tc.what)
+		}
+	})
+}
+
+// TestNamedExtrasAndNilElements: a misspelt field name in LoadWindows or
+// LoadApplied is ErrUnknownCounter, not a silent no-op; a nil element in
+// AppliedMany or SeriesMany, whose answers are by position, is refused
+// rather than shifting every later answer onto the wrong record.
+func TestNamedExtrasAndNilElements(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		stories := migrateStories(t, db)
+		_, err := slotted.AddOnce(db, &stories[1], "likes", 1, "user:1")
+		require.NoError(t, err)
+		ss := []Story{{ID: stories[1].ID}}
+		assert.ErrorIs(t, slotted.LoadWindows(db, &ss, "ViewsWeek", "Sprak"), slotted.ErrUnknownCounter)
+		assert.ErrorIs(t, slotted.LoadWindows(db, &ss, "Liked"), slotted.ErrUnknownCounter, "an applied field is not a window")
+		assert.ErrorIs(t, slotted.LoadApplied(db, &ss, "user:1", "Liked", "Lked"), slotted.ErrUnknownCounter)
+		assert.False(t, ss[0].Liked)
+		require.NoError(t, slotted.LoadApplied(db, &ss, "user:1", "likes"), "the counter's name")
+		assert.True(t, ss[0].Liked)
+		require.NoError(t, slotted.LoadWindows(db, &ss, "Spark", "views"))
+		assert.Len(t, ss[0].Spark, 7)
+
+		ptrs := []*Story{nil, &stories[1]}
+		liked, err := slotted.AppliedMany(db, ptrs, "likes", "user:1")
+		assert.ErrorIs(t, err, slotted.ErrUnsupportedModel)
+		assert.Nil(t, liked)
+		series, err := slotted.SeriesMany(db, ptrs, "views", slotted.Today())
+		assert.ErrorIs(t, err, slotted.ErrUnsupportedModel)
+		assert.Nil(t, series)
+		liked, err = slotted.AppliedMany(db, ptrs[1:], "likes", "user:1")
+		require.NoError(t, err)
+		assert.Equal(t, []bool{true}, liked)
+	})
+}
