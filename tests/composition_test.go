@@ -456,3 +456,51 @@ func TestNamedExtrasAndNilElements(t *testing.T) {
 		assert.Equal(t, []bool{true}, liked)
 	})
 }
+
+// TestNewReadsInTransaction: inside a transaction the new reads see its own
+// uncommitted writes (they run on the transaction, not on another
+// connection), and nothing of it after a rollback.
+func TestNewReadsInTransaction(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		stories := migrateStories(t, db)
+		migrateListed(t, db)
+		l := Listed{Grp: 3}
+		require.NoError(t, db.Create(&l).Error)
+		s := Story{ID: stories[2].ID}
+		rollback := assert.AnError
+		err := db.Transaction(func(tx *gorm.DB) error {
+			applied, err := slotted.AddOnce(slotted.MustExist(tx), &s, "likes", 1, "user:tx")
+			require.NoError(t, err)
+			require.True(t, applied)
+			require.NoError(t, slotted.Add(tx, &s, "views", 4))
+			require.NoError(t, slotted.Add(tx, &l, "views", 6))
+			liked, err := slotted.Applied(tx, &s, "likes", "user:tx")
+			require.NoError(t, err)
+			assert.True(t, liked, "Applied sees the transaction's key")
+			keys, err := slotted.OnceKeys(tx, &s, "likes", "", 5)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"user:tx"}, keys)
+			n, err := slotted.CountIn(tx, &s, "views", slotted.Today())
+			require.NoError(t, err)
+			assert.EqualValues(t, 4, n)
+			series, err := slotted.SeriesMany(tx, &stories, "views", slotted.Today())
+			require.NoError(t, err)
+			assert.EqualValues(t, 4, series[2][0].Count)
+			page, err := slotted.List(tx.Where("grp = ?", 3), &Listed{}, "views", slotted.ListOptions{Limit: 5})
+			require.NoError(t, err)
+			assert.Equal(t, []int64{6}, page.Totals)
+			tp, err := slotted.Trending(tx.Where("grp = ?", 3), &Listed{}, "views", slotted.TrendOptions{Limit: 5, Buckets: 1, HalfLife: 1})
+			require.NoError(t, err)
+			require.Len(t, tp.Items, 1)
+			assert.EqualValues(t, 6, tp.Items[0].Views)
+			return rollback
+		})
+		require.ErrorIs(t, err, rollback)
+		liked, err := slotted.Applied(db, &s, "likes", "user:tx")
+		require.NoError(t, err)
+		assert.False(t, liked, "rolled back")
+		n, err := slotted.CountIn(db, &s, "views", slotted.Today())
+		require.NoError(t, err)
+		assert.Zero(t, n)
+	})
+}
