@@ -105,6 +105,9 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 	if err != nil || delta == 0 {
 		return err
 	}
+	if err := p.checkAllExist(db, m, rs); err != nil { // MustExist (exists.go)
+		return err
+	}
 	now := p.cfg.Now()
 	rows := make([]batchRow, 0, len(rs.ids))
 	for _, id := range rs.ids {

@@ -212,6 +212,9 @@ func TestRoutingNewCalls(t *testing.T) {
 				_, err := slotted.AddOnce(slotted.MustExist(db), &Story{ID: s.ID}, "likes", 1, "user:2"+tc.label)
 				return err
 			}, tc.writes)
+			ranOn("MustExist AddMany"+tc.label, func() error {
+				return slotted.AddMany(slotted.MustExist(db), []*Story{{ID: s.ID}, {ID: stories[1].ID}}, "likes", 1)
+			}, tc.writes)
 			ranOn("Applied with Write"+tc.label, func() error {
 				_, err := slotted.Applied(db.Clauses(dbresolver.Write), &s, "likes", "user:1")
 				return err
@@ -502,5 +505,34 @@ func TestNewReadsInTransaction(t *testing.T) {
 		n, err := slotted.CountIn(db, &s, "views", slotted.Today())
 		require.NoError(t, err)
 		assert.Zero(t, n)
+	})
+}
+
+// TestMustExistAddMany: AddMany under MustExist (and Config.RequireRecords)
+// checks its records on the primary in one statement and writes nothing
+// when any is missing or soft-deleted.
+func TestMustExistAddMany(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		posts := []Post{{Title: "m1"}, {Title: "m2"}}
+		require.NoError(t, db.Create(&posts).Error)
+		before := counterRows(t, db)
+		missing := []*Post{&posts[0], {ID: posts[1].ID + 1000}, &posts[1]}
+		rdb, rec := recorded(slotted.MustExist(db))
+		assert.ErrorIs(t, slotted.AddMany(rdb, missing, "likes", 1), slotted.ErrRecordNotFound)
+		assert.Len(t, rec.statements(), 1, "one existence check: %v", rec.statements())
+		assert.Equal(t, before, counterRows(t, db), "nothing written")
+		assert.Zero(t, posts[0].Likes, "no field moved")
+		require.NoError(t, slotted.AddMany(slotted.MustExist(db), []*Post{&posts[0], &posts[1], &posts[0]}, "likes", 2))
+		assert.EqualValues(t, 2, posts[1].Likes)
+		n, err := slotted.Count(db, &posts[0], "likes")
+		require.NoError(t, err)
+		assert.EqualValues(t, 2, n)
+
+		article := Article{Title: "gone"}
+		require.NoError(t, db.Create(&article).Error)
+		require.NoError(t, db.Delete(&article).Error)
+		assert.ErrorIs(t, slotted.AddMany(slotted.MustExist(db), []Article{{ID: article.ID}}, "likes", 1), slotted.ErrRecordNotFound, "soft-deleted")
+		assert.ErrorIs(t, slotted.AddMany(slotted.MustExist(db.Session(&gorm.Session{DryRun: true})), missing, "likes", 1), slotted.ErrDryRun)
+		require.NoError(t, slotted.AddMany(slotted.MustExist(db, false), []*Post{{ID: posts[1].ID + 1000}}, "likes", 1), "turned off")
 	})
 }
