@@ -536,3 +536,35 @@ func TestMustExistAddMany(t *testing.T) {
 		require.NoError(t, slotted.AddMany(slotted.MustExist(db, false), []*Post{{ID: posts[1].ID + 1000}}, "likes", 1), "turned off")
 	})
 }
+
+// Kept is a day counter that keeps 3 buckets.
+type Kept struct {
+	ID    uint
+	Title string
+	Views int64 `gorm:"-" slotted:"views;buckets:day;keep:3;slots:2"`
+}
+
+// TestTrendingPastRetention: Trending over more buckets than a keep:N
+// counter keeps is ErrPastRetention (as CountIn), with nothing sent, not
+// scores missing the pruned buckets.
+func TestTrendingPastRetention(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		require.NoError(t, db.Migrator().DropTable(&Kept{}))
+		require.NoError(t, db.AutoMigrate(&Kept{}))
+		k := Kept{Title: "k"}
+		require.NoError(t, db.Create(&k).Error)
+		require.NoError(t, slotted.Add(db, &k, "views", 2))
+		rdb, rec := recorded(db)
+		_, err := slotted.Trending(rdb, &Kept{}, "views", slotted.TrendOptions{Limit: 5, Buckets: 4, HalfLife: 1})
+		assert.ErrorIs(t, err, slotted.ErrPastRetention)
+		assert.Empty(t, rec.statements())
+		_, err = slotted.Trending(db, &Kept{}, "views", slotted.TrendOptions{Limit: 5, Buckets: 3, HalfLife: 1, At: time.Now().AddDate(0, 0, -1)})
+		assert.ErrorIs(t, err, slotted.ErrPastRetention, "an At in the past moves the window back")
+		page, err := slotted.Trending(db, &Kept{}, "views", slotted.TrendOptions{Limit: 5, Buckets: 3, HalfLife: 1})
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1)
+		assert.EqualValues(t, 2, page.Scores[0])
+		_, err = slotted.CountIn(db, &k, "views", slotted.LastDays(4))
+		assert.ErrorIs(t, err, slotted.ErrPastRetention, "as CountIn")
+	})
+}
