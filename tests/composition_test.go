@@ -568,3 +568,42 @@ func TestTrendingPastRetention(t *testing.T) {
 		assert.ErrorIs(t, err, slotted.ErrPastRetention, "as CountIn")
 	})
 }
+
+// TestExtrasFillReadsTheRecordsReplica: as TestFillReadsTheRecordsReplica,
+// for the applied, window: and series: fields: they come from the replica
+// the records came from.
+func TestExtrasFillReadsTheRecordsReplica(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		name := dialect(db)
+		stories := migrateStories(t, db)
+		_, err := slotted.AddOnce(db, &stories[0], "likes", 1, "user:r")
+		require.NoError(t, err)
+		require.NoError(t, slotted.Add(db, &stories[0], "views", 3))
+		r1, log1 := spied(t, name, "replica 1", sameDatabase)
+		r2, log2 := spied(t, name, "replica 2", sameDatabase)
+		app, _ := resolved(t, db, dbresolver.Config{Replicas: []gorm.Dialector{r1, r2}})
+		from := func(l *spyLog, table string) int {
+			return l.count("stmt", "FROM "+quote(name, table)) + l.count("direct", "FROM "+quote(name, table))
+		}
+		mixed := 0
+		for range 16 {
+			log1.reset()
+			log2.reset()
+			var got []Story
+			require.NoError(t, slotted.WithOnceKey(app, "user:r").Where("id = ?", stories[0].ID).Find(&got).Error)
+			require.Len(t, got, 1)
+			assert.True(t, got[0].Liked)
+			assert.EqualValues(t, 3, got[0].ViewsWeek)
+			one, other := log1, log2
+			if from(log2, "stories") == 1 {
+				one, other = log2, log1
+			}
+			if from(one, "stories") != 1 || from(one, slotted.DefaultOnceTable) != 1 || from(one, slotted.DefaultTable) < 2 ||
+				from(other, slotted.DefaultOnceTable)+from(other, slotted.DefaultTable) != 0 {
+				mixed++
+				t.Logf("replica 1: %v; replica 2: %v", log1.statements(), log2.statements())
+			}
+		}
+		assert.Zero(t, mixed, "Finds whose extras came from another replica than their records")
+	})
+}
