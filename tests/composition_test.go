@@ -607,3 +607,21 @@ func TestExtrasFillReadsTheRecordsReplica(t *testing.T) {
 		assert.Zero(t, mixed, "Finds whose extras came from another replica than their records")
 	})
 }
+
+// TestMustExistAddEachChecksOnce: AddEach under MustExist looks the record
+// up once, not once per counter.
+func TestMustExistAddEachChecksOnce(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		post := Post{Title: "each"}
+		require.NoError(t, db.Create(&post).Error)
+		rdb, rec := recorded(slotted.MustExist(db))
+		require.NoError(t, slotted.AddEach(rdb, &post, map[string]int64{"likes": 1, "views": 2, "stars": 3}))
+		assert.Equal(t, 1, rec.count("FROM "+quote(dialect(db), "posts")), "one existence check: %v", rec.statements())
+		assert.EqualValues(t, 2, post.Views)
+		missing := Post{ID: post.ID + 1000}
+		before := counterRows(t, db)
+		assert.ErrorIs(t, slotted.AddEach(slotted.MustExist(db), &missing, map[string]int64{"likes": 1, "views": 2}), slotted.ErrRecordNotFound)
+		assert.Equal(t, before, counterRows(t, db))
+		assert.ErrorIs(t, slotted.AddEach(slotted.MustExist(db), &post, map[string]int64{"likes": 1, "nope": 2}), slotted.ErrUnknownCounter)
+	})
+}
