@@ -45,7 +45,7 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 		moves []move
 	)
 	for _, name := range names {
-		c, sv, cid, err := p.writeTarget(db, model, name)
+		c, sv, cid, err := p.target(db, model, name)
 		if err != nil {
 			return err
 		}
@@ -64,6 +64,11 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 			return fmt.Errorf("%w: counter %q", ErrDeltaOverflow, c.name)
 		}
 		moves[i].delta = sum
+	}
+	if len(names) > 0 {
+		if err := p.checkExists(db, v); err != nil { // once for all the counters (MustExist, exists.go)
+			return err
+		}
 	}
 	now := p.cfg.Now()
 	rows := make([]batchRow, 0, len(moves))
@@ -103,6 +108,9 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 	}
 	rs, err := m.records(elem, true)
 	if err != nil || delta == 0 {
+		return err
+	}
+	if err := p.checkAllExist(db, m, rs); err != nil { // MustExist (exists.go)
 		return err
 	}
 	now := p.cfg.Now()

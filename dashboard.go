@@ -1,6 +1,7 @@
 package slotted
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 
@@ -16,6 +17,7 @@ import (
 // in the order the records appear there: out[i] is models[i]'s, oldest bucket
 // first, 0 where nothing was written. One statement reads 1000 records' worth
 // of buckets × records cells (10,000 cells at most), not one per record.
+// A nil pointer among models is ErrUnsupportedModel.
 //
 //	series, err := slotted.SeriesMany(db, &posts, "views", slotted.LastDays(7))
 //	// SELECT `record_type`,`record_id`,SUM(`count`) FROM `slotted_counters`
@@ -40,6 +42,9 @@ func SeriesMany(db *gorm.DB, models any, counter string, w Window) ([][]Bucket, 
 	if err != nil {
 		return nil, err
 	}
+	if err := noNilElems(elem); err != nil {
+		return nil, err
+	}
 	rs, err := m.records(elem, true)
 	if err != nil {
 		return nil, err
@@ -58,7 +63,8 @@ func SeriesMany(db *gorm.DB, models any, counter string, w Window) ([][]Bucket, 
 
 // LoadWindows fills the window: and series: fields (extras.go) of every
 // record in models, the named ones (Go field or counter names) or all, as
-// auto-fill does after a query: one statement per field and 1000 records.
+// auto-fill does after a query: one statement per field and 1000 records. A
+// name that matches no window: or series: field is ErrUnknownCounter.
 //
 //	type Post struct {
 //		ID        uint
@@ -76,7 +82,45 @@ func LoadWindows(db *gorm.DB, models any, fields ...string) error {
 	if err != nil {
 		return err
 	}
+	if err := m.extrasNamed(fields, extraWindow, extraSeries); err != nil {
+		return err
+	}
 	return p.fillExtras(db, m, elem, "", true, fields...)
+}
+
+// extrasNamed refuses a name (Go field or counter name) that names no extra
+// field of the kinds given: a typo would otherwise fill nothing, silently.
+func (m *modelMeta) extrasNamed(names []string, kinds ...extraKind) error {
+	for _, n := range names {
+		if !slices.ContainsFunc(m.extras, func(e *extraField) bool {
+			return slices.Contains(kinds, e.kind) && containsName([]string{n}, e.name, e.counter)
+		}) {
+			return fmt.Errorf("%w: %s has no %s field named %q", ErrUnknownCounter, m.typ, kindNames(kinds), n)
+		}
+	}
+	return nil
+}
+
+func kindNames(kinds []extraKind) string {
+	if slices.Contains(kinds, extraApplied) {
+		return "applied"
+	}
+	return "window: or series:"
+}
+
+// noNilElems refuses a nil pointer among the records of a call whose answer
+// is by position (out[i] is models[i]'s): skipping it, as Load does, would
+// shift every answer after it onto the wrong record.
+func noNilElems(v reflect.Value) error {
+	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
+		return nil
+	}
+	for i := range v.Len() {
+		if e := v.Index(i); (e.Kind() == reflect.Pointer || e.Kind() == reflect.Interface) && e.IsNil() {
+			return fmt.Errorf("%w: models[%d] is nil", ErrUnsupportedModel, i)
+		}
+	}
+	return nil
 }
 
 // seriesOf reads counter c's buckets for the records ids: one GROUP BY

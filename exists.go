@@ -3,6 +3,7 @@ package slotted
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -29,8 +30,9 @@ var ErrRecordNotFound = fmt.Errorf("slotted: the record does not exist: %w", gor
 const mustExistSetting = "slotted:must_exist"
 
 // MustExist makes the writes run on the returned *gorm.DB (Add, Increment,
-// AddOnce, RemoveOnce, AddEach, Buffer.Add: the writes that take a model)
-// check that the record exists first, returning ErrRecordNotFound otherwise.
+// AddOnce, RemoveOnce, AddEach, AddMany, Buffer.Add: the writes that take
+// models) check that the records exist first, returning ErrRecordNotFound
+// otherwise (AddMany: if any is missing, none is written).
 // MustExist(db, false) turns Config.RequireRecords off for them. Writes named
 // by Ref have no table to look in and are never checked.
 //
@@ -39,6 +41,39 @@ const mustExistSetting = "slotted:must_exist"
 //	// errors.Is(err, gorm.ErrRecordNotFound): answer 404; nothing was written
 func MustExist(db *gorm.DB, on ...bool) *gorm.DB {
 	return db.Set(mustExistSetting, len(on) == 0 || on[0])
+}
+
+// checkAllExist is checkExists for AddMany's records: one COUNT per 1000
+// distinct keys on the primary; any missing one refuses the whole write.
+func (p *Plugin) checkAllExist(db *gorm.DB, m *modelMeta, rs records) error {
+	on := p.cfg.RequireRecords
+	if s, ok := db.Get(mustExistSetting); ok {
+		on, _ = s.(bool)
+	}
+	if !on {
+		return nil
+	}
+	for chunk := range slices.Chunk(rs.ids, loadChunk) {
+		keys := make([]any, len(chunk))
+		for i, id := range chunk {
+			keys[i] = m.key.value(rs.byID[id][0])
+		}
+		var n int64
+		q := WithoutFill(primary(db, m.table))
+		err := q.Model(reflect.New(m.typ).Interface()).
+			Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Values: keys}).
+			Count(&n).Error
+		if q.DryRun {
+			return ErrDryRun
+		}
+		if err != nil {
+			return err
+		}
+		if n < int64(len(chunk)) {
+			return fmt.Errorf("%w: %d of %d %s records", ErrRecordNotFound, int64(len(chunk))-n, len(chunk), m.typ)
+		}
+	}
+	return nil
 }
 
 // checkExists returns ErrRecordNotFound when the write's record v is missing
@@ -56,9 +91,13 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 		return err
 	}
 	var found []string
-	err = WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).
+	q := WithoutFill(primary(db, m.table))
+	err = q.Model(reflect.New(m.typ).Interface()).
 		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Value: m.key.value(v)}).
 		Limit(1).Pluck(m.key.column, &found).Error
+	if q.DryRun { // rendered and logged; nothing found is not ErrRecordNotFound
+		return ErrDryRun
+	}
 	if err != nil {
 		return err
 	}

@@ -240,6 +240,9 @@ func (r *ranking) encode(sort int64, id string) string {
 
 // rank runs a page: the ranking statement, then the records by key.
 func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error) {
+	if model == nil { // gorm would refuse it with an untyped error
+		return nil, fmt.Errorf("%w: nil %T; pass &%s{}", ErrUnsupportedModel, model, r.m.typ.Name())
+	}
 	cur, err := r.cursor()
 	if err != nil {
 		return nil, err
@@ -278,8 +281,8 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 			{Column: pk, Desc: !r.asc},
 		}}).Limit(r.limit + 1).Offset(r.offset)
 	rows, err := q.Rows()
-	if q.DryRun {
-		return &Page[T]{Read: r.read}, nil
+	if q.DryRun { // rendered and logged; an empty page would claim there are no records
+		return nil, ErrDryRun
 	}
 	if err != nil {
 		return nil, err

@@ -54,6 +54,7 @@ func Applied(db *gorm.DB, model any, counter, key string) (bool, error) {
 // AppliedMany is Applied for every record in models (a slice or array of
 // structs or pointers, or a pointer to one), in their order, with one
 // statement per 1000 records: the "liked by me" flags of a page of posts.
+// A nil pointer among models is ErrUnsupportedModel.
 //
 //	liked, err := slotted.AppliedMany(db, &posts, "likes", "user:7") // liked[i]: posts[i]
 func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
@@ -70,6 +71,9 @@ func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
 		return nil, err
 	}
 	if err := checkOnceKey(key); err != nil {
+		return nil, err
+	}
+	if err := noNilElems(elem); err != nil {
 		return nil, err
 	}
 	rs, err := m.records(elem, true)
@@ -101,6 +105,9 @@ func LoadApplied(db *gorm.DB, models any, key string, fields ...string) error {
 		return err
 	}
 	if err := checkOnceKey(key); err != nil {
+		return err
+	}
+	if err := m.extrasNamed(fields, extraApplied); err != nil {
 		return err
 	}
 	var applied []string
@@ -154,12 +161,16 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 	}
 	opKey := clause.Column{Name: "op_key"}
 	var keys []string
-	err = routed(db).Table(p.cfg.OnceTable).
+	tx := routed(db)
+	err = tx.Table(p.cfg.OnceTable).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.recordType}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: id}).
 		Where(live(time.Now())).
 		Where(clause.Gt{Column: opKey, Value: after}).
 		Order(clause.OrderByColumn{Column: opKey}).Limit(limit).Pluck("op_key", &keys).Error
+	if tx.DryRun { // rendered and logged; no page is not "nobody"
+		return nil, ErrDryRun
+	}
 	return keys, err
 }
 
@@ -176,11 +187,15 @@ func (p *Plugin) appliedKeys(db *gorm.DB, recordType string, ids []string, key s
 	now := time.Now()
 	for chunk := range slices.Chunk(ids, loadChunk) {
 		var found []string
-		err := routed(db).Table(p.cfg.OnceTable).
+		tx := routed(db)
+		err := tx.Table(p.cfg.OnceTable).
 			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: recordType}).
 			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
 			Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: anys(chunk)}).
 			Where(live(now)).Pluck("record_id", &found).Error
+		if tx.DryRun { // rendered and logged; nothing found is not "not applied"
+			return nil, ErrDryRun
+		}
 		if err != nil {
 			return nil, err
 		}

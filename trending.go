@@ -22,6 +22,8 @@ const trendScale = 1_000_000
 // TrendOptions is one page of Trending.
 type TrendOptions struct {
 	// Buckets is the window: the current bucket and the Buckets-1 before it, 1..MaxTrendBuckets.
+	// A window reaching past a keep:N counter's retention is ErrPastRetention,
+	// as for CountIn: its pruned buckets would drop out of the scores silently.
 	Buckets int
 	// HalfLife, in buckets (> 0): a write HalfLife buckets older than the
 	// current bucket weighs half as much as one in it, 2×HalfLife a quarter.
@@ -93,6 +95,11 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 		at = p.cfg.Now()
 	}
 	now := c.bucket.of(at)
+	if cur == nil { // later pages keep their anchor, even as retention moves past it
+		if err := c.bucket.retained([]bucket{c.bucket.back(now, opts.Buckets-1)}, p.cfg.Now()); err != nil {
+			return nil, err
+		}
+	}
 	r.anchor = now.start.UnixNano()
 	types, weights := trendWeights(c, now, opts.Buckets, opts.HalfLife)
 	r.sub = p.scores(db, types, weights)
