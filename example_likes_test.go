@@ -94,3 +94,8 @@ func ExampleMustExist() {
 		fmt.Println("404") // nothing was written
 	}
 }
+
+func ExampleWhereApplied() {
+	var mine []Story // the stories user 7 liked, newest first
+	db.Scopes(slotted.WhereApplied(&Story{}, "likes", "user:7")).Order("id DESC").Limit(20).Find(&mine)
+}

@@ -223,3 +223,49 @@ func (o onceOptions) expiry(cfg Config) time.Duration {
 	}
 	return cfg.OnceExpireAfter
 }
+
+// WhereApplied returns a scope that keeps model's records whose counter
+// (named name) has key applied ("the posts I liked"), with one EXISTS per row on the once
+// table's primary key; an expired key does not match. The query stays yours:
+// Order, Limit, Count, soft deletes and auto-fill work as without it.
+//
+//	db.Scopes(slotted.WhereApplied(&Post{}, "likes", "user:7")).Order("id DESC").Limit(20).Find(&posts)
+//	// SELECT * FROM `posts` WHERE EXISTS (SELECT 1 FROM `slotted_once` WHERE `record_type` = 'posts.likes'
+//	//   AND `op_key` = 'user:7' AND (`expires_at` IS NULL OR `expires_at` > '...')
+//	//   AND `record_id` = CAST(`posts`.`id` AS CHAR)) ORDER BY id DESC LIMIT 20
+//
+// A bad model, counter or key fails the query with its sentinel, and nothing is sent.
+func WhereApplied(model any, name, key string) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		p, err := pluginOf(db)
+		if err != nil {
+			_ = db.AddError(err)
+			return db
+		}
+		m, err := p.modelArg(db, model)
+		var c *counter
+		if err == nil {
+			c, err = m.counter(name)
+		}
+		if err == nil {
+			err = m.key.textual()
+		}
+		if err == nil {
+			err = checkOnceKey(key)
+		}
+		if err != nil {
+			_ = db.AddError(err)
+			return db
+		}
+		id := "?"
+		if m.key.kind != reflect.String {
+			id = "CAST(? AS " + p.dialect.textType + ")" // record_id is text: the parent's key is cast, record_id keeps its index
+		}
+		sub := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.OnceTable).Select("1").
+			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.recordType}).
+			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
+			Where(live(time.Now())).
+			Where("? = "+id, clause.Column{Name: "record_id"}, clause.Column{Table: m.table, Name: m.key.column})
+		return db.Where("EXISTS (?)", sub)
+	}
+}

@@ -41,11 +41,16 @@ func Example_likes() {
 	kept, _ := slotted.AddOnce(db, &stories[1], "likes", 1, "user:4", slotted.KeepForever())
 	err := slotted.Increment(slotted.MustExist(db), &Story{ID: 999}, "likes")
 	fmt.Println(kept, errors.Is(err, gorm.ErrRecordNotFound))
+
+	var mine []Story // the stories user 1 liked
+	db.Scopes(slotted.WhereApplied(&Story{}, "likes", "user:1")).Order("id").Find(&mine)
+	fmt.Println(len(mine), mine[0].Title, mine[1].Title)
 	// Output:
 	// false 2 true false true
 	// [user:1 user:3]
 	// true [true false false] true false
 	// true true
+	// 2 a c
 }
 
 // A page of stories with their views of the last 7 days, as a total and day

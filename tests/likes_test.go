@@ -118,6 +118,19 @@ func TestLikesLookups(t *testing.T) {
 			require.NoError(t, slotted.WithOnceKey(db, userKey(u)).Order("id").Find(&page).Error)
 			loaded := slices.Clone(page)
 			require.NoError(t, slotted.LoadApplied(db, &loaded, userKey(u)))
+			var mine []Story
+			require.NoError(t, db.Scopes(slotted.WhereApplied(&Story{}, "likes", userKey(u))).Order("id").Find(&mine).Error)
+			var wantMine []uint
+			for s := range stories {
+				if liked[[2]int{s, u}] {
+					wantMine = append(wantMine, stories[s].ID)
+				}
+			}
+			var gotMine []uint
+			for _, s := range mine {
+				gotMine = append(gotMine, s.ID)
+			}
+			assert.Equal(t, wantMine, gotMine, "WhereApplied user %d", u)
 			for s := range stories {
 				want := liked[[2]int{s, u}]
 				assert.Equal(t, want, flags[s], "AppliedMany story %d user %d", s, u)
@@ -245,5 +258,11 @@ func TestOnceRetention(t *testing.T) {
 		assert.ErrorIs(t, err, slotted.ErrInvalidArgument)
 		_, err = slotted.Applied(db, s, "likes", "")
 		assert.ErrorIs(t, err, slotted.ErrUnsupportedKey)
+		var mine []Story
+		require.NoError(t, db.Scopes(slotted.WhereApplied(&Story{}, "likes", "short")).Find(&mine).Error)
+		assert.Empty(t, mine, "an expired key does not match")
+		require.NoError(t, db.Scopes(slotted.WhereApplied(&Story{}, "likes", "forever")).Find(&mine).Error)
+		assert.Len(t, mine, 1)
+		assert.ErrorIs(t, db.Scopes(slotted.WhereApplied(&Story{}, "hearts", "x")).Find(&mine).Error, slotted.ErrUnknownCounter)
 	}, slotted.Config{OnceExpireAfter: time.Hour})
 }
