@@ -76,8 +76,9 @@ func ExpireAfter(ttl time.Duration) OnceOption { return func(o *onceOptions) { o
 // Keys are kept forever unless ExpireAfter is given; an expired key counts as
 // absent. Inside the caller's transaction AddOnce joins it (the key is
 // recorded only if that transaction commits) and is not retried; outside one
-// it runs its own transaction, retried as a whole on lock conflicts. A key
-// already applied with another delta is not applied again.
+// concurrent calls share one transaction (once_batch.go), retried as a whole
+// on lock conflicts. A key already applied with another delta is not applied
+// again. A bucketed counter's key guards its total and the bucket of the call.
 func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, opts ...OnceOption) (applied bool, err error) {
 	p, err := pluginOf(db)
 	if err != nil {

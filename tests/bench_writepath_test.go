@@ -33,10 +33,12 @@ type BenchRailsLike struct {
 //   - plain:    Increment of a counter without buckets (coalesced);
 //   - bucketed: Increment of a buckets:day counter (its total and bucket rows, coalesced);
 //   - once:     AddOnce with a fresh key per call (coalesced: one key INSERT … RETURNING per batch);
-//   - rails:    INSERT a likes row + UPDATE posts SET likes_count = likes_count + 1, one transaction.
+//   - rails:    INSERT a likes row + UPDATE posts SET likes_count = likes_count + 1, one transaction;
+//   - bucketed-perop: the bucketed Increment with DisableCoalescing (a two-row statement per write);
+//   - plain-perop: the plain Increment with DisableCoalescing (one upsert per write).
 //
 // It reports lock conflicts (deadlocks, lock wait timeouts; all retried) per 10k writes of the
-// bucketed side. Ignores b.N: SLOTTED_BENCH_ROUNDS rounds (default 6) of SLOTTED_BENCH_WINDOW_MS
+// two bucketed sides. Ignores b.N: SLOTTED_BENCH_ROUNDS rounds (default 6) of SLOTTED_BENCH_WINDOW_MS
 // (default 1000) per side.
 //
 //	go test -run '^$' -bench 'WritePathPaired' -benchtime 1x ./tests
@@ -46,6 +48,18 @@ func BenchmarkWritePathPaired(b *testing.B) {
 	for _, name := range dbNames(b) {
 		b.Run(name, func(b *testing.B) {
 			db := benchWritePathDB(b, name)
+			// The per-op path on the same tables: each bucketed write its own two-row statement (as before
+			// issue 16), for its lock conflicts.
+			perop := openRaw(b, name)
+			perop.Config.Logger = db.Config.Logger
+			if sqlDB, err := perop.DB(); err == nil {
+				conns := envInt("SLOTTED_BENCH_CONNS", benchWriters)
+				sqlDB.SetMaxOpenConns(conns)
+				sqlDB.SetMaxIdleConns(conns)
+			}
+			if err := perop.Use(slotted.New(slotted.Config{Table: benchTable, OnceTable: benchOnceTable, DisableCoalescing: true, DisableAutoMigrate: true, Now: func() time.Time { return benchNow }})); err != nil {
+				b.Fatal(err)
+			}
 			v := BenchVideo{Title: "hot"}
 			rp := BenchRailsPost{}
 			if err := db.Create(&v).Error; err != nil {
@@ -56,7 +70,7 @@ func BenchmarkWritePathPaired(b *testing.B) {
 			}
 			run := time.Now().UnixNano()
 			var seq atomic.Int64
-			var bucketedWrites atomic.Int64
+			var bucketedWrites, peropWrites atomic.Int64
 			sides := []func() error{
 				func() error { return slotted.Increment(db, &BenchVideo{ID: v.ID}, "likes") },
 				func() error {
@@ -78,26 +92,39 @@ func BenchmarkWritePathPaired(b *testing.B) {
 						return tx.Model(&BenchRailsPost{ID: rp.ID}).UpdateColumn("likes_count", gorm.Expr("likes_count + ?", 1)).Error
 					})
 				},
+				func() error {
+					peropWrites.Add(1)
+					return slotted.Increment(perop, &BenchVideo{ID: v.ID}, "views")
+				},
+				func() error { return slotted.Increment(perop, &BenchVideo{ID: v.ID}, "likes") },
 			}
-			names := []string{"plain", "bucketed", "once", "rails"}
+			names := []string{"plain", "bucketed", "once", "rails", "bucketed-perop", "plain-perop"}
 			rates := make([][]float64, len(sides))
-			var bucketed, once []float64
-			var conflicts uint64
+			var bucketed, once, coalesced []float64
+			var conflicts, peropConflicts uint64
 			for r := 0; r < rounds; r++ {
 				got := make([]float64, len(sides))
 				for i := range sides {
 					k := (i + r) % len(sides)
 					before, _ := slotted.StatsOf(db)
+					pbefore, _ := slotted.StatsOf(perop)
 					got[k] = opsPerSec(b, window, sides[k])
 					after, _ := slotted.StatsOf(db)
-					if k == 1 {
+					pafter, _ := slotted.StatsOf(perop)
+					switch k {
+					case 1:
 						for c, n := range after.Conflicts {
 							conflicts += n - before.Conflicts[c]
+						}
+					case 4:
+						for c, n := range pafter.Conflicts {
+							peropConflicts += n - pbefore.Conflicts[c]
 						}
 					}
 					rates[k] = append(rates[k], got[k])
 				}
 				bucketed, once = append(bucketed, got[1]/got[0]), append(once, got[2]/got[3])
+				coalesced = append(coalesced, got[0]/got[5])
 			}
 			for i, n := range names {
 				b.ReportMetric(median(rates[i]), n+"-ops/s")
@@ -105,8 +132,10 @@ func BenchmarkWritePathPaired(b *testing.B) {
 			b.ReportMetric(median(bucketed), "bucketed/plain")
 			b.ReportMetric(slices.Min(bucketed), "min-bucketed/plain")
 			b.ReportMetric(median(once), "once/rails")
+			b.ReportMetric(median(coalesced), "plain/plain-perop")
 			b.ReportMetric(slices.Min(once), "min-once/rails")
 			b.ReportMetric(float64(conflicts)*10000/float64(max(bucketedWrites.Load(), 1)), "bucketed-conflicts/10k")
+			b.ReportMetric(float64(peropConflicts)*10000/float64(max(peropWrites.Load(), 1)), "perop-conflicts/10k")
 		})
 	}
 }
