@@ -163,6 +163,9 @@ func (s *sweep) Run(ctx context.Context) (res *Result, err error) {
 		return res, err
 	}
 	if err := connectionRoom(ctx, s.admin, s.target.dialect, max(1, o.Instances)*o.Workers[len(o.Workers)-1]); err != nil {
+		if o.Instances > 1 { // the count is instances × workers, which the message calls -workers
+			err = fmt.Errorf("-instances %d × -workers %d connections: %w", o.Instances, o.Workers[len(o.Workers)-1], err)
+		}
 		return res, err
 	}
 	defer func() {
