@@ -93,8 +93,8 @@ type Config struct {
 	// connection broke): the callers then get nil if it committed and its error if it did not, so
 	// a write's error (but its context's, or ErrOutcomeUnknown) always means it was not counted.
 	// On by default on MariaDB/MySQL and PostgreSQL; setting it true changes nothing and stays
-	// accepted. Ignored on SQLite (no connection to lose). To turn markers off, set
-	// DisableOutcomeMarkers.
+	// accepted; Plugin.Config reports whether markers are on. Ignored on SQLite (no connection to
+	// lose). To turn markers off, set DisableOutcomeMarkers.
 	OutcomeMarkers bool
 	// DisableOutcomeMarkers turns outcome markers off: a coalesced statement then writes no marker
 	// row (one row fewer per statement, docs/outcomes.md gives the cost), and an error after a lost
