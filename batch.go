@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -64,6 +65,7 @@ type batchStatements struct {
 		sql     string
 		rowArgs []arg // placeholder order within one row, the same for every row
 		err     error
+		ready   atomic.Bool // sql is rendered: ownStatement may compare with it
 	}
 }
 
@@ -72,7 +74,10 @@ const maxShapes = 15 // shapeIndex(maxBatchRows) + 1
 // batchSQL returns the statement for a shape of rows (shapeFloor(rows) == rows, rows >= 2).
 func (p *Plugin) batchSQL(rows int) (string, []arg, error) {
 	s := &p.batch.shapes[shapeIndex(rows)]
-	s.once.Do(func() { s.sql, s.rowArgs, s.err = p.renderBatch(rows) })
+	s.once.Do(func() {
+		s.sql, s.rowArgs, s.err = p.renderBatch(rows)
+		s.ready.Store(s.err == nil)
+	})
 	return s.sql, s.rowArgs, s.err
 }
 
@@ -106,6 +111,18 @@ func (p *Plugin) renderBatch(n int) (string, []arg, error) {
 		}
 	}
 	return up.Statement.SQL.String(), order[:per], nil
+}
+
+// batchStatement reports whether query is one of the multi-row upserts
+// rendered so far: a statement reaches the driver only after execRows rendered
+// its shape.
+func (p *Plugin) batchStatement(query string) bool {
+	for i := range p.batch.shapes {
+		if s := &p.batch.shapes[i]; s.ready.Load() && s.sql == query {
+			return true
+		}
+	}
+	return false
 }
 
 // execRows runs one multi-row upsert (len(rows) is a shape) through gorm's Raw

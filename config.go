@@ -88,13 +88,19 @@ type Config struct {
 	// caller still returns only after its delta has committed, with that statement's error.
 	// Writes inside a transaction are never coalesced. Default: false (coalesce).
 	DisableCoalescing bool
-	// OutcomeMarkers makes every coalesced statement also move an outcome marker row
+	// OutcomeMarkers: every coalesced statement also moves an outcome marker row
 	// (docs/outcomes.md), read after a failure that leaves the statement's outcome open (its
 	// connection broke): the callers then get nil if it committed and its error if it did not, so
 	// a write's error (but its context's, or ErrOutcomeUnknown) always means it was not counted.
-	// Without it such an error may hide a write that was counted (on MariaDB, most of them).
-	// Ignored on SQLite (no connection to lose). Default: false (see docs/outcomes.md for its cost).
+	// On by default on MariaDB/MySQL and PostgreSQL; setting it true changes nothing and stays
+	// accepted; Plugin.Config reports whether markers are on. Ignored on SQLite (no connection to
+	// lose). To turn markers off, set DisableOutcomeMarkers.
 	OutcomeMarkers bool
+	// DisableOutcomeMarkers turns outcome markers off: a coalesced statement then writes no marker
+	// row (one row fewer per statement, docs/outcomes.md gives the cost), and an error after a lost
+	// connection may hide a write that was counted (on MariaDB, most of them). Setting both it and
+	// OutcomeMarkers is an ErrInvalidConfig. Default: false (markers on).
+	DisableOutcomeMarkers bool
 
 	// DisablePrepared runs the plugin's own statements (the upserts and the sum) unprepared. By
 	// default it prepares them once per connection, as the user's statements need not be. Turn it
@@ -208,6 +214,11 @@ func (c Config) withDefaults(galera bool) (Config, error) {
 	if c.OnceExpireAfter < 0 {
 		return c, fmt.Errorf("%w: OnceExpireAfter %v", ErrInvalidConfig, c.OnceExpireAfter)
 	}
+	if c.OutcomeMarkers && c.DisableOutcomeMarkers {
+		return c, fmt.Errorf("%w: OutcomeMarkers and DisableOutcomeMarkers both set", ErrInvalidConfig)
+	}
+	// Markers are the default: after withDefaults, OutcomeMarkers says whether they are on.
+	c.OutcomeMarkers = !c.DisableOutcomeMarkers
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -79,8 +79,8 @@
 // Keys are kept forever, or for ExpireAfter's ttl, after which a Runner with
 // PruneKeys deletes them.
 //
-// With Config.OutcomeMarkers, a coalesced write that fails on a lost
-// connection is looked up before it returns (a marker row in the same
+// On MariaDB/MySQL and PostgreSQL (unless Config.DisableOutcomeMarkers), a
+// coalesced write that fails on a lost connection is looked up before it returns (a marker row in the same
 // statement): nil if it committed, its error if not, so only a context's
 // error (or ErrOutcomeUnknown) leaves a write's outcome open. Buffers are
 // exactly once the same way. docs/outcomes.md tables every call's outcomes.

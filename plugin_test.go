@@ -59,6 +59,7 @@ func TestUseRejectsInvalidConfig(t *testing.T) {
 		{MaxBatch: 1025},
 		{MaxInFlight: -1},
 		{BatchTimeout: -time.Second},
+		{OutcomeMarkers: true, DisableOutcomeMarkers: true},
 	} {
 		db, err := gorm.Open(tests.DummyDialector{}, &gorm.Config{DryRun: true, Logger: logger.Discard})
 		if err != nil {

@@ -75,10 +75,11 @@ func (p *Plugin) keepPrepared(db *gorm.DB) {
 }
 
 // ownStatement reports whether query is one of the plugin's fixed statements,
-// the ones it prepares, in the form the driver gets. A new fixed statement
+// the ones it prepares (the upserts of every shape, so the statement of one
+// write and its outcome marker too, and the sum), in the form the driver gets. A new fixed statement
 // belongs here too.
 func (p *Plugin) ownStatement(query string) bool {
-	return query == p.sql.upsert || query == p.sumSQL()
+	return query == p.sql.upsert || query == p.sumSQL() || p.batchStatement(query)
 }
 
 // sumSQL is the sum as db.Raw hands it to the driver ($1 on PostgreSQL),

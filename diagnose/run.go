@@ -125,6 +125,10 @@ func hottest(db *gorm.DB, table string, opts Options, byTotal bool) ([]Counter, 
 		Clauses(clause.GroupBy{Columns: []clause.Column{rt, rid}}, clause.OrderBy{Expression: orderBy}).Limit(opts.Top)
 	if opts.RecordType != "" {
 		q = q.Where(clause.Eq{Column: rt, Value: opts.RecordType})
+	} else {
+		// An outcome marker's count is a sequence number that grows with every statement: it
+		// would top the totals without being a counter.
+		q = q.Where(clause.Neq{Column: rt, Value: slotted.MarkerType})
 	}
 	rows, err := q.Rows()
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/slotted-go/slotted"
 )
 
-// BenchmarkOutcomeMarkersPaired: the cost of Config.OutcomeMarkers without
+// BenchmarkOutcomeMarkersPaired: the cost of outcome markers (the default) without
 // faults, paired: two pools on the same database, one with markers, one
 // without, measured in alternating cells (1 writer: operation by operation;
 // 64 writers: windows in random order), 50 hot records.
@@ -23,7 +23,7 @@ func BenchmarkOutcomeMarkersPaired(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			plain := openRaw(b, name)
 			require.NoError(b, plain.Migrator().DropTable(slotted.DefaultTable))
-			require.NoError(b, plain.Use(slotted.New(slotted.Config{})))
+			require.NoError(b, plain.Use(slotted.New(slotted.Config{DisableOutcomeMarkers: true})))
 			marked := openRaw(b, name)
 			require.NoError(b, marked.Use(slotted.New(slotted.Config{OutcomeMarkers: true})))
 			for _, db := range []*gorm.DB{plain, marked} {

@@ -33,7 +33,7 @@ import (
 // errors.
 func TestWriteErrorsMeanNotCounted(t *testing.T) {
 	testEachFaultDB(t, func(t *testing.T, srv *faultServer) {
-		db, hooks := srv.hookedGorm(t, slotted.Config{OutcomeMarkers: os.Getenv("W7_NEG") != "1"})
+		db, hooks := srv.hookedGorm(t, slotted.Config{DisableOutcomeMarkers: os.Getenv("W7_NEG") == "1"})
 		sqlDB, err := db.DB()
 		require.NoError(t, err)
 		sqlDB.SetMaxOpenConns(16)

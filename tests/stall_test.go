@@ -125,6 +125,11 @@ func (f *freezer) thaw() {
 // through a freezer; SQLite has no server to stall, so there the pool's only
 // connection is held by someone else: callers wait for a connection instead.
 func stallable(t *testing.T, db *gorm.DB) (stalled *gorm.DB, stall, resume func(), stuck func() bool) {
+	return stallableWith(t, db, slotted.Config{})
+}
+
+// stallableWith is stallable with the plugin registered under cfg.
+func stallableWith(t *testing.T, db *gorm.DB, cfg slotted.Config) (stalled *gorm.DB, stall, resume func(), stuck func() bool) {
 	t.Helper()
 	name := dialect(db)
 	var d gorm.Dialector
@@ -173,7 +178,7 @@ func stallable(t *testing.T, db *gorm.DB) (stalled *gorm.DB, stall, resume func(
 		stuck = func() bool { return sqlDB.Stats().WaitCount > 0 }
 		t.Cleanup(resume)
 	}
-	require.NoError(t, stalled.Use(slotted.New(slotted.Config{})))
+	require.NoError(t, stalled.Use(slotted.New(cfg)))
 	return stalled, stall, resume, stuck
 }
 
@@ -237,7 +242,10 @@ func TestDeadlinesOnFirstUse(t *testing.T) {
 // and the statement, which outlives them, lands once the server answers.
 func TestDeadlinesInAStalledBatch(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
-		stalled, stall, resume, _ := stallable(t, db)
+		// Without outcome markers: statement 1 fails with an injected error, which a marker
+		// would settle by reading the stalled server (holding the statement slot until it
+		// answers); settling is TestWriteErrorsMeanNotCounted's, this test is the deadlines'.
+		stalled, stall, resume, _ := stallableWith(t, db, slotted.Config{DisableOutcomeMarkers: true})
 		started, release := make(chan struct{}), make(chan struct{})
 		installGate(t, stalled, func(n int32, tx *gorm.DB) {
 			if n == 1 {
