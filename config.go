@@ -102,6 +102,15 @@ type Config struct {
 	// OutcomeMarkers is an ErrInvalidConfig. Default: false (markers on).
 	DisableOutcomeMarkers bool
 
+	// DisableReturning keeps the plugin from INSERT … RETURNING and DELETE … RETURNING, which
+	// batched AddOnce/RemoveOnce use to learn in one statement which keys were new (MariaDB 10.5+,
+	// PostgreSQL, SQLite). Without it each key of a batch is its own INSERT IGNORE / ON CONFLICT DO
+	// NOTHING (and RemoveOnce's keys a locking read, then one DELETE), in the same transaction.
+	// db.Use turns RETURNING off by itself on MySQL and on MySQL-protocol servers that are not
+	// MariaDB 10.5 or later (MySQL 8, TiDB, Vitess); set this when a proxy between the application
+	// and MariaDB cannot parse it. Default: false.
+	DisableReturning bool
+
 	// DisablePrepared runs the plugin's own statements (the upserts and the sum) unprepared. By
 	// default it prepares them once per connection, as the user's statements need not be. Turn it
 	// on behind a pooler in transaction mode (PgBouncer pool_mode=transaction, hosted poolers),

@@ -128,10 +128,14 @@ func sumRows(rows []batchRow) ([]batchRow, error) {
 }
 
 // insertKeys inserts the keys (sorted, distinct) with one statement that
-// returns the ones it inserted, and marks their callers applied.
+// returns the ones it inserted, and marks their callers applied; a statement
+// per key where the server has no RETURNING (returning.go).
 func (p *Plugin) insertKeys(tx *gorm.DB, keys []*waiter) error {
 	if len(keys) == 0 {
 		return nil
+	}
+	if !p.dialect.returning {
+		return p.insertKeysEach(tx, keys)
 	}
 	var b strings.Builder
 	q := func(name string) { tx.Dialector.QuoteTo(&b, name) }
@@ -247,6 +251,11 @@ func (p *Plugin) replaceExpired(tx *gorm.DB, seen []*waiter) error {
 //	DELETE FROM `slotted_once` WHERE ((`record_type` = ? AND `record_id` = ? AND `op_key` = ?) OR (...))
 //	  AND (`expires_at` IS NULL OR `expires_at` > ?) RETURNING `record_type`,`record_id`,`op_key`,`delta`
 func (p *Plugin) deleteKeys(tx *gorm.DB, removes []*waiter) error {
+	if !p.dialect.returning {
+		expires := clause.Column{Name: "expires_at"}
+		live := clause.Or(clause.Eq{Column: expires, Value: nil}, clause.Gt{Column: expires, Value: time.Now().UTC()})
+		return p.deleteKeysEach(tx, removes, live)
+	}
 	var b strings.Builder
 	q := func(name string) { tx.Dialector.QuoteTo(&b, name) }
 	b.WriteString("DELETE FROM ")

@@ -61,6 +61,12 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		if p.dialect.galera, err = detectGalera(db); err != nil {
 			return fmt.Errorf("slotted: asking the server for wsrep_on (Galera): %w", err)
 		}
+		if p.dialect.returning, err = detectReturning(db); err != nil {
+			return fmt.Errorf("slotted: asking the server for its version: %w", err)
+		}
+	}
+	if p.cfg.DisableReturning {
+		p.dialect.returning = false
 	}
 	p.cfg = p.prefixed(db, p.cfg)
 	cfg, err := p.cfg.withDefaults(p.dialect.galera)
@@ -160,6 +166,10 @@ type dialect struct {
 	// (MySQL/MariaDB), by sorting rather than in a temporary table that spills
 	// to disk past tmp_table_size (a week's top of 100k records: 41 s -> 6 s).
 	bigResult bool
+	// returning: INSERT … RETURNING and DELETE … RETURNING (MariaDB 10.5+,
+	// PostgreSQL, SQLite 3.35+; not MySQL, TiDB or Vitess), asked at
+	// Initialize on MySQL-protocol servers; off with Config.DisableReturning.
+	returning bool
 }
 
 func dialectOf(d gorm.Dialector) dialect {
@@ -175,5 +185,6 @@ func dialectOf(d gorm.Dialector) dialect {
 		valuesFunc:   name == "mysql",
 		textType:     textType(name),
 		bigResult:    name == "mysql",
+		returning:    name == "postgres" || sqlite, // MySQL's is asked at Initialize
 	}
 }
