@@ -3,6 +3,7 @@ package slotted
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -48,15 +49,7 @@ type Bucket struct {
 // A counter without the buckets: tag option, or a window of more than
 // MaxWindowBuckets buckets, returns ErrInvalidArgument.
 func CountBetween(db *gorm.DB, model any, counter string, from, to time.Time) (int64, error) {
-	p, c, id, buckets, err := window(db, model, counter, from, to)
-	if err != nil || len(buckets) == 0 {
-		return 0, err
-	}
-	totals := map[string]int64{}
-	if err := p.windowSums(db, bucketTypes(c, buckets), []string{id}, false, totals); err != nil {
-		return 0, err
-	}
-	return totals[id], nil
+	return countWindow(db, model, counter, between(from, to))
 }
 
 // Series returns a bucketed counter's buckets that overlap [from, to),
@@ -67,7 +60,67 @@ func CountBetween(db *gorm.DB, model any, counter string, from, to time.Time) (i
 //	//   ('posts.views@2026-11-17',...) AND `record_id` = '42' GROUP BY `record_type`
 //	// days[6].Start is today's midnight, days[6].Count today's views
 func Series(db *gorm.DB, model any, counter string, from, to time.Time) ([]Bucket, error) {
-	p, c, id, buckets, err := window(db, model, counter, from, to)
+	return seriesWindow(db, model, counter, between(from, to))
+}
+
+// LoadBetween is Load for a window: it sets the named bucketed counters (all
+// of the model's bucketed counters when none are named) of every record in
+// models to their totals over the buckets overlapping [from, to), as
+// CountBetween reads them, with one statement per counter and 1000 records
+// (fewer records per statement for windows of more than 10 buckets) rather
+// than one per record.
+//
+//	slotted.LoadBetween(db, &posts, weekAgo, now, "views") // posts[i].Views: this week's views
+//	// SELECT `record_id`, SUM(`count`) FROM `slotted_counters` WHERE `record_type` IN (...7 days...)
+//	//   AND `record_id` IN ('1','2','3') GROUP BY `record_id`
+func LoadBetween(db *gorm.DB, models any, from, to time.Time, counters ...string) error {
+	return loadWindow(db, models, counters, between(from, to))
+}
+
+// window resolves a windowed read of one record's counter.
+func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin, c *counter, id string, buckets []bucket, err error) {
+	if p, err = pluginOf(db); err != nil {
+		return
+	}
+	if c, _, id, err = p.target(db, model, counter); err != nil {
+		return
+	}
+	if c.bucket == nil {
+		err = notBucketed(c)
+		return
+	}
+	buckets, err = resolve(c, p.cfg.Now)
+	return
+}
+
+// windowOf names a window's buckets for a bucketed counter: the instant form
+// (between) and the Window form (Window.of) of every windowed read. Only the
+// Window form reads the clock (Config.Now, the user's function: called only
+// when a window needs it, once per call).
+type windowOf func(c *counter, now func() time.Time) ([]bucket, error)
+
+// between is the instant form: the buckets overlapping [from, to).
+func between(from, to time.Time) windowOf {
+	return func(c *counter, _ func() time.Time) ([]bucket, error) { return c.bucket.between(from, to) }
+}
+
+// countWindow is CountBetween and CountIn: one record's counter over a window
+// (0 and no statement for an empty one).
+func countWindow(db *gorm.DB, model any, counter string, resolve windowOf) (int64, error) {
+	p, c, id, buckets, err := window(db, model, counter, resolve)
+	if err != nil || len(buckets) == 0 {
+		return 0, err
+	}
+	totals := map[string]int64{}
+	if err := p.windowSums(db, bucketTypes(c, buckets), []string{id}, false, totals); err != nil {
+		return 0, err
+	}
+	return totals[id], nil
+}
+
+// seriesWindow is Series and SeriesIn: one record's buckets over a window.
+func seriesWindow(db *gorm.DB, model any, counter string, resolve windowOf) ([]Bucket, error) {
+	p, c, id, buckets, err := window(db, model, counter, resolve)
 	if err != nil {
 		return nil, err
 	}
@@ -83,17 +136,9 @@ func Series(db *gorm.DB, model any, counter string, from, to time.Time) ([]Bucke
 	return out, nil
 }
 
-// LoadBetween is Load for a window: it sets the named bucketed counters (all
-// of the model's bucketed counters when none are named) of every record in
-// models to their totals over the buckets overlapping [from, to), as
-// CountBetween reads them, with one statement per counter and 1000 records
-// (fewer records per statement for windows of more than 10 buckets) rather
-// than one per record.
-//
-//	slotted.LoadBetween(db, &posts, weekAgo, now, "views") // posts[i].Views: this week's views
-//	// SELECT `record_id`, SUM(`count`) FROM `slotted_counters` WHERE `record_type` IN (...7 days...)
-//	//   AND `record_id` IN ('1','2','3') GROUP BY `record_id`
-func LoadBetween(db *gorm.DB, models any, from, to time.Time, counters ...string) error {
+// loadWindow is LoadBetween and LoadIn: the named bucketed counters of many
+// records over a window, one statement per counter and 1000 records.
+func loadWindow(db *gorm.DB, models any, counters []string, resolve windowOf) error {
 	p, err := pluginOf(db)
 	if err != nil {
 		return err
@@ -106,9 +151,10 @@ func LoadBetween(db *gorm.DB, models any, from, to time.Time, counters ...string
 	if err != nil {
 		return err
 	}
+	now := sync.OnceValue(p.cfg.Now) // one reading for all the counters
 	windows := make([][]bucket, len(selected))
 	for i, c := range selected {
-		if windows[i], err = c.bucket.between(from, to); err != nil {
+		if windows[i], err = resolve(c, now); err != nil {
 			return err
 		}
 	}
@@ -128,22 +174,6 @@ func LoadBetween(db *gorm.DB, models any, from, to time.Time, counters ...string
 		}
 	}
 	return nil
-}
-
-// window resolves a windowed read of one record's counter.
-func window(db *gorm.DB, model any, counter string, from, to time.Time) (p *Plugin, c *counter, id string, buckets []bucket, err error) {
-	if p, err = pluginOf(db); err != nil {
-		return
-	}
-	if c, _, id, err = p.target(db, model, counter); err != nil {
-		return
-	}
-	if c.bucket == nil {
-		err = notBucketed(c)
-		return
-	}
-	buckets, err = c.bucket.between(from, to)
-	return
 }
 
 func notBucketed(c *counter) error {

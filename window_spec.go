@@ -116,6 +116,11 @@ func ParseWindow(s string) (Window, error) {
 	return Window{}, fmt.Errorf("%w: window %q (want today, week, month, or Nd, Nh, Nb with N in 1..%d)", ErrInvalidArgument, s, MaxWindowBuckets)
 }
 
+// of is w as a windowOf (window.go): its buckets for counter c at now.
+func (w Window) of(c *counter, now func() time.Time) ([]bucket, error) {
+	return w.buckets(c.bucket, now())
+}
+
 // buckets resolves the window for a counter at now: its buckets, oldest
 // first, or ErrInvalidArgument when they are not whole buckets of the
 // counter, or ErrPastRetention.
@@ -209,15 +214,7 @@ func validWeek(label string) bool {
 // that is not made of its whole buckets, and ErrPastRetention for a window
 // reaching past keep:.
 func CountIn(db *gorm.DB, model any, counter string, w Window) (int64, error) {
-	p, c, id, buckets, err := windowIn(db, model, counter, w)
-	if err != nil {
-		return 0, err
-	}
-	totals := map[string]int64{}
-	if err := p.windowSums(db, bucketTypes(c, buckets), []string{id}, false, totals); err != nil {
-		return 0, err
-	}
-	return totals[id], nil
+	return countWindow(db, model, counter, w.of)
 }
 
 // SeriesIn returns a bucketed counter's buckets in window w, oldest first,
@@ -228,20 +225,7 @@ func CountIn(db *gorm.DB, model any, counter string, w Window) (int64, error) {
 //	days, err := slotted.SeriesIn(db, &post, "views", slotted.LastDays(7))
 //	// days[6] is today
 func SeriesIn(db *gorm.DB, model any, counter string, w Window) ([]Bucket, error) {
-	p, c, id, buckets, err := windowIn(db, model, counter, w)
-	if err != nil {
-		return nil, err
-	}
-	types := bucketTypes(c, buckets)
-	totals := map[string]int64{}
-	if err := p.windowSums(db, types, []string{id}, true, totals); err != nil {
-		return nil, err
-	}
-	out := make([]Bucket, len(buckets))
-	for i, b := range buckets {
-		out[i] = Bucket{Start: b.start, End: b.end, Count: totals[types[i]]}
-	}
-	return out, nil
+	return seriesWindow(db, model, counter, w.of)
 }
 
 // LoadIn is LoadBetween for a window: it sets the named bucketed counters
@@ -252,55 +236,12 @@ func SeriesIn(db *gorm.DB, model any, counter string, w Window) ([]Bucket, error
 //
 //	slotted.LoadIn(db, &posts, slotted.ThisWeek(), "views")
 func LoadIn(db *gorm.DB, models any, w Window, counters ...string) error {
-	p, err := pluginOf(db)
-	if err != nil {
-		return err
-	}
-	m, elem, err := p.modelsArg(db, models)
-	if err != nil {
-		return err
-	}
-	selected, err := m.bucketed(counters)
-	if err != nil {
-		return err
-	}
-	now := p.cfg.Now()
-	windows := make([][]bucket, len(selected))
-	for i, c := range selected {
-		if windows[i], err = w.buckets(c.bucket, now); err != nil {
-			return fmt.Errorf("counter %q: %w", c.name, err)
+	// A Window's error names the counter: several may be loaded at once.
+	return loadWindow(db, models, counters, func(c *counter, now func() time.Time) ([]bucket, error) {
+		buckets, err := w.of(c, now)
+		if err != nil {
+			return nil, fmt.Errorf("counter %q: %w", c.name, err)
 		}
-	}
-	rs, err := m.records(elem, true)
-	if err != nil || len(rs.ids) == 0 {
-		return err
-	}
-	for i, c := range selected {
-		totals := make(map[string]int64, len(rs.ids))
-		if err := p.windowSums(db, bucketTypes(c, windows[i]), rs.ids, false, totals); err != nil {
-			return err
-		}
-		for id, structs := range rs.byID {
-			for _, s := range structs {
-				c.set(s, totals[id])
-			}
-		}
-	}
-	return nil
-}
-
-// windowIn resolves a read of one record's counter over a Window.
-func windowIn(db *gorm.DB, model any, counter string, w Window) (p *Plugin, c *counter, id string, buckets []bucket, err error) {
-	if p, err = pluginOf(db); err != nil {
-		return
-	}
-	if c, _, id, err = p.target(db, model, counter); err != nil {
-		return
-	}
-	if c.bucket == nil {
-		err = notBucketed(c)
-		return
-	}
-	buckets, err = w.buckets(c.bucket, p.cfg.Now())
-	return
+		return buckets, nil
+	})
 }
