@@ -3,6 +3,7 @@ package slotted
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -156,6 +157,19 @@ func (p *Plugin) execRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, 
 func sortRows(rows []batchRow) { slices.SortFunc(rows, compareRows) }
 
 // mergeDelta adds d to sum, reporting false instead of overflowing int64.
+// scaleDelta is n*weight, false when it leaves int64 (a counter cache's
+// Weight times a child's Sum column).
+func scaleDelta(n, weight int64) (int64, bool) {
+	if weight == 1 {
+		return n, true
+	}
+	r := n * weight
+	if n != 0 && (r/n != weight || (n == -1 && weight == math.MinInt64) || (weight == -1 && n == math.MinInt64)) {
+		return 0, false
+	}
+	return r, true
+}
+
 func mergeDelta(sum, d int64) (int64, bool) {
 	s := sum + d
 	if (d > 0 && s < sum) || (d < 0 && s > sum) {

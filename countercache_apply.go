@@ -18,27 +18,13 @@ import (
 // prepares, executes and closes it on every Create, one more round trip than
 // the child's INSERT costs.
 func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
-	sums := make(map[Ref]int64, len(d))
-	slots := make(map[Ref]int, len(d))
+	rows := make([]batchRow, 0, len(d))
 	for k, n := range d {
-		if n == 0 {
-			continue
-		}
-		ref := Ref{Type: k.c.counter.recordType, ID: k.id}
-		sum, ok := mergeDelta(sums[ref], n)
-		if !ok {
-			return ErrOverflow
-		}
-		sums[ref], slots[ref] = sum, k.c.counter.slots
+		rows = append(rows, batchRow{ref: Ref{Type: k.c.counter.recordType, ID: k.id}, slots: k.c.counter.slots, delta: n})
 	}
-	rows := make([]batchRow, 0, len(sums))
-	for ref, n := range sums {
-		if n != 0 {
-			rows = append(rows, batchRow{ref: ref, slots: slots[ref], delta: n})
-		}
-	}
-	if len(rows) == 0 {
-		return nil
+	rows, err := sumRows(rows) // one row per parent counter, in key order; ErrOverflow
+	if err != nil || len(rows) == 0 {
+		return err
 	}
 	if err := p.upsertDeltas(db, rows); err != nil {
 		return err

@@ -2,6 +2,7 @@ package slotted
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
@@ -188,7 +189,17 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 				return err
 			}
 		}
-		d[deltaKey{c, id}] += sign * amount * c.weight
+		n, ok := scaleDelta(amount, c.weight)
+		if ok && sign < 0 {
+			n, ok = -n, n != math.MinInt64
+		}
+		if ok {
+			n, ok = mergeDelta(d[deltaKey{c, id}], n)
+		}
+		if !ok {
+			return ErrOverflow
+		}
+		d[deltaKey{c, id}] = n
 	}
 	return nil
 }

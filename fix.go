@@ -327,7 +327,14 @@ func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 			return err
 		}
 		if ok {
-			into[deltaKey{c, id}] += n * c.weight
+			n, ok := scaleDelta(n, c.weight)
+			if ok {
+				n, ok = mergeDelta(into[deltaKey{c, id}], n)
+			}
+			if !ok {
+				return ErrOverflow
+			}
+			into[deltaKey{c, id}] = n
 		}
 	}
 	return rows.Err()

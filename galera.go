@@ -68,19 +68,27 @@ func detectGalera(db *gorm.DB) (bool, error) {
 	if err := rows.Err(); err != nil || !on {
 		return false, err
 	}
+	version, err := serverVersion(db)
+	return strings.Contains(version, "MariaDB"), err
+}
+
+// serverVersion is the server's VERSION(), asked on the primary: it decides
+// how the plugin writes (Galera's waits, RETURNING), and during a rolling
+// upgrade a replica may already run the next version.
+func serverVersion(db *gorm.DB) (string, error) {
 	// Rows, not Row: see sum.
-	vrows, err := tx.Raw("SELECT VERSION()").Rows()
+	rows, err := primary(db, "").Raw("SELECT VERSION()").Rows()
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	defer vrows.Close()
+	defer rows.Close()
 	var version string
-	for vrows.Next() {
-		if err := vrows.Scan(&version); err != nil {
-			return false, err
+	for rows.Next() {
+		if err := rows.Scan(&version); err != nil {
+			return "", err
 		}
 	}
-	return strings.Contains(version, "MariaDB"), vrows.Err()
+	return version, rows.Err()
 }
 
 // waitCausally makes a gorm-built SELECT wait like causalWait does before

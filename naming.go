@@ -22,7 +22,8 @@ func (p *Plugin) prefixed(db *gorm.DB, cfg Config) Config {
 	}
 	table := prefix + DefaultTable
 	if cfg.Table == "" && !db.DryRun {
-		m := db.Session(&gorm.Session{NewDB: true}).Migrator()
+		// On the primary: the answer picks the table every later write goes to.
+		m := primary(db, table).Migrator()
 		if !m.HasTable(table) && m.HasTable(DefaultTable) {
 			return cfg // the tables of a version that ignored the prefix
 		}

@@ -43,6 +43,20 @@ type onceWrite struct {
 // onceKeyOf is the key's identity.
 func onceKeyOf(r *onceRow) [3]Key { return [3]Key{r.RecordType, r.RecordID, r.OpKey} }
 
+// byOnceKey indexes a batch's once callers by their key.
+func byOnceKey(ws []*waiter) map[[3]Key]*waiter {
+	index := make(map[[3]Key]*waiter, len(ws))
+	for _, o := range ws {
+		index[onceKeyOf(&o.once.row)] = o
+	}
+	return index
+}
+
+// onceRowCondition selects r's key in the once table.
+func onceRowCondition(r *onceRow) clause.Expression {
+	return onceCondition(Ref{Type: string(r.RecordType), ID: string(r.RecordID)}, string(r.OpKey))
+}
+
 func compareOnceKeys(a, b *waiter) int {
 	return cmp.Or(cmp.Compare(a.once.row.RecordType, b.once.row.RecordType),
 		cmp.Compare(a.once.row.RecordID, b.once.row.RecordID), cmp.Compare(a.once.row.OpKey, b.once.row.OpKey))
@@ -189,10 +203,7 @@ func (p *Plugin) insertKeys(tx *gorm.DB, keys []*waiter) error {
 		return err
 	}
 	defer res.Close()
-	index := make(map[[3]Key]*waiter, len(keys))
-	for _, o := range keys {
-		index[onceKeyOf(&o.once.row)] = o
-	}
+	index := byOnceKey(keys)
 	for res.Next() {
 		var k [3]string
 		if err := res.Scan(&k[0], &k[1], &k[2]); err != nil {
@@ -214,24 +225,21 @@ func (p *Plugin) replaceExpired(tx *gorm.DB, seen []*waiter) error {
 	now := time.Now().UTC()
 	conds := make([]clause.Expression, len(seen))
 	for i, o := range seen {
-		conds[i] = onceCondition(Ref{Type: string(o.once.row.RecordType), ID: string(o.once.row.RecordID)}, string(o.once.row.OpKey))
+		conds[i] = onceRowCondition(&o.once.row)
 	}
 	var expired []onceRow
 	if err := tx.Table(p.cfg.OnceTable).Select("record_type", "record_id", "op_key").Where(clause.Or(conds...)).
 		Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Find(&expired).Error; err != nil || len(expired) == 0 {
 		return err
 	}
-	byKey := make(map[[3]Key]*waiter, len(seen))
-	for _, o := range seen {
-		byKey[onceKeyOf(&o.once.row)] = o
-	}
+	byKey := byOnceKey(seen)
 	var again []*waiter
 	for i := range expired {
 		o := byKey[onceKeyOf(&expired[i])]
 		if o == nil {
 			continue
 		}
-		res := tx.Table(p.cfg.OnceTable).Where(onceCondition(Ref{Type: string(o.once.row.RecordType), ID: string(o.once.row.RecordID)}, string(o.once.row.OpKey))).
+		res := tx.Table(p.cfg.OnceTable).Where(onceRowCondition(&o.once.row)).
 			Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Delete(&onceRow{})
 		if res.Error != nil {
 			return res.Error
@@ -295,10 +303,7 @@ func (p *Plugin) deleteKeys(tx *gorm.DB, removes []*waiter) error {
 		return err
 	}
 	defer res.Close()
-	index := make(map[[3]Key]*waiter, len(removes))
-	for _, o := range removes {
-		index[onceKeyOf(&o.once.row)] = o
-	}
+	index := byOnceKey(removes)
 	for res.Next() {
 		var k [3]string
 		var delta int64

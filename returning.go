@@ -15,19 +15,8 @@ func detectReturning(db *gorm.DB) (bool, error) {
 	if db.DryRun {
 		return false, nil
 	}
-	// Rows, not Row: see sum.
-	rows, err := db.Session(&gorm.Session{NewDB: true}).Raw("SELECT VERSION()").Rows()
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	var version string
-	for rows.Next() {
-		if err := rows.Scan(&version); err != nil {
-			return false, err
-		}
-	}
-	return mariaDBReturning(version), rows.Err()
+	version, err := serverVersion(db)
+	return mariaDBReturning(version), err
 }
 
 // mariaDBReturning reports whether version is MariaDB 10.5 or later
@@ -76,25 +65,22 @@ func (p *Plugin) insertKeysEach(tx *gorm.DB, keys []*waiter) error {
 func (p *Plugin) deleteKeysEach(tx *gorm.DB, removes []*waiter, live clause.Expression) error {
 	conds := make([]clause.Expression, len(removes))
 	for i, o := range removes {
-		conds[i] = onceCondition(Ref{Type: string(o.once.row.RecordType), ID: string(o.once.row.RecordID)}, string(o.once.row.OpKey))
+		conds[i] = onceRowCondition(&o.once.row)
 	}
 	var found []onceRow
 	q := tx.Table(p.cfg.OnceTable).Select("record_type", "record_id", "op_key", "delta").Where(clause.Or(conds...)).Where(live)
 	if p.dialect.lockingReads {
-		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 	}
 	if err := q.Find(&found).Error; err != nil || len(found) == 0 {
 		return err
 	}
-	index := make(map[[3]Key]*waiter, len(removes))
-	for _, o := range removes {
-		index[onceKeyOf(&o.once.row)] = o
-	}
+	index := byOnceKey(removes)
 	del := make([]clause.Expression, 0, len(found))
 	for i := range found {
 		if o := index[onceKeyOf(&found[i])]; o != nil {
 			o.once.applied, o.once.row.Delta = true, found[i].Delta
-			del = append(del, onceCondition(Ref{Type: string(found[i].RecordType), ID: string(found[i].RecordID)}, string(found[i].OpKey)))
+			del = append(del, onceRowCondition(&found[i]))
 		}
 	}
 	if len(del) == 0 {
