@@ -166,10 +166,11 @@ func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWr
 		// (queued, as leader) and linger for them; otherwise write at once.
 		if lingering = c.company(); !lingering {
 			c.mu.Unlock()
-			defer c.endTurn() // even if a callback panics: the queue must not wait for a leader that is gone
+			var start time.Time
 			if c.p.cfg.Linger > 0 {
-				defer func(start time.Time) { c.took(1, time.Since(start)) }(time.Now())
+				start = time.Now()
 			}
+			defer c.endTurnTook(start, 1) // even if a callback panics: the queue must not wait for a leader that is gone
 			switch {
 			case once != nil:
 				c.p.batching.record(len(rows), 1)

@@ -83,6 +83,11 @@ func (c *coalescer) company() bool { return c.p.cfg.Linger > 0 && c.lingering.wr
 // long it took.
 func (c *coalescer) took(callers int, stmt time.Duration) {
 	c.mu.Lock()
+	c.tookLocked(callers, stmt)
+	c.mu.Unlock()
+}
+
+func (c *coalescer) tookLocked(callers int, stmt time.Duration) {
 	l := &c.lingering
 	l.writers = callers + len(c.pending)
 	if l.stmt == 0 {
@@ -90,5 +95,16 @@ func (c *coalescer) took(callers int, stmt time.Duration) {
 	} else {
 		l.stmt += (stmt - l.stmt) / 8
 	}
+}
+
+// endTurnTook is endTurn after a lone leader's statement that began at start
+// (zero when Linger is off): took and the hand-over under one lock, as the
+// single writer's path takes it on every call.
+func (c *coalescer) endTurnTook(start time.Time, callers int) {
+	c.mu.Lock()
+	if !start.IsZero() {
+		c.tookLocked(callers, time.Since(start))
+	}
+	c.handOver()
 	c.mu.Unlock()
 }
