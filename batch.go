@@ -90,7 +90,7 @@ func (p *Plugin) renderBatch(n int) (string, []arg, error) {
 	}
 	count := clause.Column{Name: "count"}
 	inserted := any(clause.Column{Table: "excluded", Name: "count"})
-	if p.dialect.valuesFunc {
+	if p.dialect.ValuesFunc {
 		// The MySQL driver turns only a bare excluded column into VALUES(); inside an expression it must be written out.
 		inserted = clause.Expr{SQL: "VALUES(?)", Vars: []any{count}}
 	}

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // BucketOptions configures MaintainBuckets, and Runner.Buckets.
@@ -74,7 +76,7 @@ func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress
 		return prog, err
 	}
 	now := p.cfg.Now()
-	ctx := contextOf(db)
+	ctx := session.Context(db)
 	for _, c := range counters {
 		cur := c.bucket.of(now)
 		closed := cur
@@ -115,7 +117,7 @@ func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *counter, keep strin
 			return err
 		}
 		var next sql.NullString
-		err := primary(db, p.cfg.Table).Table(p.cfg.Table).Select("MIN(?)", rt).
+		err := session.Primary(db, p.cfg.Table).Table(p.cfg.Table).Select("MIN(?)", rt).
 			Where(clause.Gt{Column: rt, Value: after}).Where(clause.Lt{Column: rt, Value: below}).
 			Row().Scan(&next)
 		if err != nil {
@@ -150,7 +152,7 @@ func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType strin
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		q := primary(db, p.cfg.Table).Table(p.cfg.Table).Select("record_id", "slot").Where(clause.Eq{Column: rt, Value: recordType})
+		q := session.Primary(db, p.cfg.Table).Table(p.cfg.Table).Select("record_id", "slot").Where(clause.Eq{Column: rt, Value: recordType})
 		if last != nil {
 			q = q.Where(clause.Or(clause.Gt{Column: rid, Value: string(last.RecordID)},
 				clause.And(clause.Eq{Column: rid, Value: string(last.RecordID)}, clause.Gt{Column: slot, Value: last.Slot})))
@@ -167,8 +169,8 @@ func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType strin
 			rows[i].RecordType = Key(recordType)
 		}
 		// Deleting named rows is idempotent: retried on lock conflicts like a write.
-		err = p.withRetry(ctx, inTransaction(db), func(ctx context.Context) error {
-			res := primary(db, p.cfg.Table).WithContext(ctx).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
+		err = p.sessions.Retry.Do(ctx, session.InTx(db), func(ctx context.Context) error {
+			res := session.Primary(db, p.cfg.Table).WithContext(ctx).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
 			removed += res.RowsAffected
 			return res.Error
 		})

@@ -10,6 +10,9 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/dialect"
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // ErrDeltaOverflow: deltas summed for one counter (the same counter named twice
@@ -156,10 +159,10 @@ func AddRefs(db *gorm.DB, deltas map[Ref]int64) error {
 // transaction retried as a whole, so the rows are written all or none.
 func (p *Plugin) upsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, inTx bool, rows []batchRow) error {
 	if shapeFloor(min(len(rows), maxBatchRows)) == len(rows) {
-		return p.withRetry(ctx, inTx, func(ctx context.Context) error { return p.execRows(db, pool, ctx, rows) })
+		return p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error { return p.execRows(db, pool, ctx, rows) })
 	}
 	run := func(tx *gorm.DB) error {
-		pool, ctx := tx.Statement.ConnPool, contextOf(tx)
+		pool, ctx := tx.Statement.ConnPool, session.Context(tx)
 		for rest := rows; len(rest) > 0; {
 			n := shapeFloor(min(len(rest), maxBatchRows))
 			if err := p.execRows(tx, pool, ctx, rest[:n]); err != nil {
@@ -172,7 +175,7 @@ func (p *Plugin) upsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context
 	if inTx {
 		return run(db)
 	}
-	return p.writeTx(db.WithContext(ctx), run)
+	return p.sessions.WriteTx(db.WithContext(ctx), run)
 }
 
 // AddWhere adds delta to one counter of every record the query selects, with
@@ -212,8 +215,8 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	if err := m.key.sweepable(); err != nil {
 		return fmt.Errorf("%w: AddWhere reads record ids from the %s column", err, m.key.column)
 	}
-	if !p.dialect.addWhereSQL() {
-		return fmt.Errorf("%w: AddWhere on %s", errors.ErrUnsupported, p.dialect.name)
+	if !p.dialect.AddWhereSQL() {
+		return fmt.Errorf("%w: AddWhere on %s", errors.ErrUnsupported, p.dialect.Name)
 	}
 	if !db.AllowGlobalUpdate && !conditioned(stmt, m) {
 		return fmt.Errorf("slotted: AddWhere without conditions would add to every %s: %w", m.typ, gorm.ErrMissingWhereClause)
@@ -226,7 +229,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	exec := func(pool gorm.ConnPool, ctx context.Context, recordType string) error {
 		tx := &gorm.DB{Config: db.Config}
 		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Table: p.cfg.Table, Clauses: map[string]clause.Clause{}}
-		inherit(tx.Statement, db.Statement, false)
+		session.Inherit(tx.Statement, db.Statement, false)
 		tx.Statement.AddClause(clause.Insert{Table: clause.Table{Name: p.cfg.Table}})
 		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: recordType, key: m.key.column, slots: c.slots, delta: delta, src: src})
 		tx.Statement.AddClause(addClause(p.dialect, delta))
@@ -240,10 +243,10 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		}
 		return overflowed(res.Error)
 	}
-	pool, inTx := p.pool(db)
-	ctx := contextOf(db)
+	pool, inTx := p.sessions.Pool(db)
+	ctx := session.Context(db)
 	if c.bucket == nil {
-		return p.withRetry(ctx, inTx, func(ctx context.Context) error { return exec(pool, ctx, c.recordType) })
+		return p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error { return exec(pool, ctx, c.recordType) })
 	}
 	// A bucketed counter: the totals and the current bucket's rows, a second
 	// INSERT … SELECT of the same records in the same transaction (total
@@ -260,7 +263,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	if inTx {
 		return both(pool, ctx)
 	}
-	return p.writeTx(db, func(tx *gorm.DB) error { return both(tx.Statement.ConnPool, contextOf(tx)) })
+	return p.sessions.WriteTx(db, func(tx *gorm.DB) error { return both(tx.Statement.ConnPool, session.Context(tx)) })
 }
 
 // conditioned reports whether a query selects less than the whole table: a
@@ -285,7 +288,7 @@ func conditioned(stmt *gorm.Statement, m *modelMeta) bool {
 // insertSelect renders the VALUES part of AddWhere's INSERT as a SELECT from
 // the user's query, wrapped as a derived table of distinct primary keys.
 type insertSelect struct {
-	d          dialect
+	d          dialect.Dialect
 	recordType string
 	key        string
 	slots      int
@@ -310,55 +313,13 @@ func (s insertSelect) Build(b clause.Builder) {
 	_, _ = b.WriteString(") SELECT ")
 	b.AddVar(b, s.recordType)
 	_, _ = b.WriteString(", ")
-	s.d.text(b, id)
-	_, _ = b.WriteString(", " + s.d.randomSlot(s.slots) + ", ")
-	s.d.bigint(b, s.delta)
+	s.d.Text(b, id)
+	_, _ = b.WriteString(", " + s.d.RandomSlot(s.slots) + ", ")
+	s.d.Bigint(b, s.delta)
 	_, _ = b.WriteString(" FROM (")
 	b.AddVar(b, s.src)
 	_, _ = b.WriteString(") AS ")
 	b.WriteQuoted(srcAlias)
 	_, _ = b.WriteString(" ORDER BY ")
-	s.d.text(b, id) // key order, as every multi-row write locks
-}
-
-// addWhereSQL reports whether AddWhere's SQL is known for the dialect.
-func (d dialect) addWhereSQL() bool { return d.randomSlot(1) != "" }
-
-// randomSlot is a uniform integer in [0, n) drawn per row of a SELECT list.
-// RAND()*n stored into an integer would round (n+1 values), hence FLOOR; SQLite's
-// random() is a signed 64-bit integer, masked to its non-negative half
-// (abs() fails on the minimum). n is the counter's slot count, not user input.
-func (d dialect) randomSlot(n int) string {
-	switch d.name {
-	case "mysql":
-		return fmt.Sprintf("FLOOR(RAND()*%d)", n)
-	case "postgres":
-		return fmt.Sprintf("floor(random()*%d)::int", n)
-	case "sqlite":
-		return fmt.Sprintf("(random() & 9223372036854775807) %% %d", n)
-	}
-	return ""
-}
-
-// text renders a column as text, the record_id form of integer and string keys.
-func (d dialect) text(b clause.Builder, col clause.Column) {
-	_, _ = b.WriteString("CAST(")
-	b.WriteQuoted(col)
-	if d.name == "mysql" {
-		_, _ = b.WriteString(" AS CHAR)")
-		return
-	}
-	_, _ = b.WriteString(" AS TEXT)")
-}
-
-// bigint binds n where PostgreSQL would otherwise infer a SELECT list
-// parameter as text.
-func (d dialect) bigint(b clause.Builder, n int64) {
-	if d.name == "postgres" {
-		_, _ = b.WriteString("CAST(")
-		b.AddVar(b, n)
-		_, _ = b.WriteString(" AS BIGINT)")
-		return
-	}
-	b.AddVar(b, n)
+	s.d.Text(b, id) // key order, as every multi-row write locks
 }

@@ -7,6 +7,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Every gorm callback the plugin adds is registered here, in Initialize:
@@ -31,10 +33,10 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	if err := q.After("gorm:preload").Before("gorm:after_query").Register("slotted:fill", p.autoFill); err != nil {
 		return err
 	}
-	if err := db.Callback().Raw().After(resolverCallback).Before("gorm:raw").Register("slotted:prepared", p.keepPrepared); err != nil {
+	if err := db.Callback().Raw().After(session.ResolverCallback).Before("gorm:raw").Register("slotted:prepared", p.sessions.KeepPrepared); err != nil {
 		return err
 	}
-	if err := db.Callback().Row().After(resolverCallback).Before("gorm:row").Register("slotted:prepared", p.keepPrepared); err != nil {
+	if err := db.Callback().Row().After(session.ResolverCallback).Before("gorm:row").Register("slotted:prepared", p.sessions.KeepPrepared); err != nil {
 		return err
 	}
 	if err := db.Callback().Create().Before("gorm:create").Register("slotted:omit_create", p.omitColumns); err != nil {
@@ -53,7 +55,7 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	if err := d.After("gorm:delete").Before("gorm:after_delete").Register("slotted:delete_counters", p.deleteCounters); err != nil {
 		return err
 	}
-	if err := registerQuietRetry(db); err != nil {
+	if err := session.RegisterQuietRetry(db); err != nil {
 		return err
 	}
 	return p.registerCacheCallbacks(db)
@@ -132,22 +134,22 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 // its own, or several sources): then the fill is routed as any read of the
 // counter table.
 func (p *Plugin) fillSource(db *gorm.DB) *gorm.DB {
-	fc := db.Callback().Query().Get(resolverCallback)
-	if fc == nil || db.Statement.ConnPool == nil || inTransaction(db) {
+	fc := db.Callback().Query().Get(session.ResolverCallback)
+	if fc == nil || db.Statement.ConnPool == nil || session.InTx(db) {
 		return db // nothing re-routes the fill's read
 	}
 	if sourceFor(db, fc, db.Statement.Table) != sourceFor(db, fc, p.cfg.Table) {
 		return db
 	}
-	return pin(routed(db))
+	return session.Pin(session.Routed(db))
 }
 
 // sourceFor is the pool dbresolver picks for a write to table under db's routing.
 func sourceFor(db *gorm.DB, resolve func(*gorm.DB), table string) gorm.ConnPool {
-	probe := routed(db)
+	probe := session.Routed(db)
 	probe.Statement.Table = table
-	probe.Statement.Settings.Delete(resolverRead)
-	probe.Statement.Settings.Store(resolverWrite, struct{}{})
+	probe.Statement.Settings.Delete(session.ResolverRead)
+	probe.Statement.Settings.Store(session.ResolverWrite, struct{}{})
 	resolve(probe)
 	if ps, ok := probe.Statement.ConnPool.(*gorm.PreparedStmtDB); ok { // a fresh wrapper per call
 		return ps.ConnPool
@@ -201,12 +203,12 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 	// find them, locking them (outside SQLite, whose write lock the delete's
 	// transaction holds anyway) so that none can stop matching in between.
 	matched := reflect.New(reflect.SliceOf(m.typ))
-	q := WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column)
+	q := WithoutFill(session.Primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column)
 	if s.Unscoped {
 		q = q.Unscoped()
 	}
 	q = q.Clauses(where.Expression)
-	if p.dialect.lockingReads {
+	if p.dialect.LockingReads {
 		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 	}
 	if len(rs.ids) > 0 {
@@ -238,7 +240,7 @@ func (p *Plugin) deleteCounters(db *gorm.DB) {
 	if err != nil {
 		return
 	}
-	if _, err := p.deleteRows(routed(db).Session(&gorm.Session{}), recordTypes(m.counters), ids); err != nil {
+	if _, err := p.deleteRows(session.Routed(db).Session(&gorm.Session{}), recordTypes(m.counters), ids); err != nil {
 		_ = db.AddError(fmt.Errorf("slotted: removing counters of deleted %s: %w", m.typ, err))
 	}
 }

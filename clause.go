@@ -8,6 +8,9 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
+
+	"github.com/slotted-go/slotted/internal/dialect"
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // statements are the plugin's hot statements, rendered once per *gorm.DB by
@@ -22,7 +25,7 @@ import (
 //	INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`) VALUES (?,?,?,?)
 //	ON DUPLICATE KEY UPDATE `count`=`slotted_counters`.`count` + ?
 //
-// PostgreSQL and SQLite (SQLite checks the sum for overflow, see addExpr):
+// PostgreSQL and SQLite (SQLite checks the sum for overflow, see dialect.AddExpr):
 //
 //	INSERT INTO "slotted_counters" ("record_type","record_id","slot","count") VALUES (?,?,?,?)
 //	ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + ?
@@ -79,7 +82,7 @@ func appendArgs(dst []any, order []arg, recordType, recordID string, slot int, d
 func execRendered(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, query string, vals []any) *gorm.DB {
 	tx := &gorm.DB{Config: db.Config}
 	tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
-	inherit(tx.Statement, db.Statement, true)
+	session.Inherit(tx.Statement, db.Statement, true)
 	tx.Statement.SQL.WriteString(query)
 	res := db.Callback().Raw().Execute(tx)
 	if res.Error == nil && res.DryRun {
@@ -94,7 +97,7 @@ type questionMarks struct{ gorm.Dialector }
 
 func (questionMarks) BindVarTo(w clause.Writer, _ *gorm.Statement, _ any) { _ = w.WriteByte('?') }
 
-func render(db *gorm.DB, table string, d dialect) (statements, error) {
+func render(db *gorm.DB, table string, d dialect.Dialect) (statements, error) {
 	var s statements
 	dry := func(questions bool) *gorm.DB {
 		tx := db.Session(&gorm.Session{NewDB: true, DryRun: true, SkipDefaultTransaction: true, SkipHooks: true, Logger: logger.Discard})
@@ -137,37 +140,8 @@ func keyColumns() []clause.Column {
 // multi-row upsert) to the existing row. The current-table column plus the
 // delta is the one form that works on MySQL/MariaDB, PostgreSQL (where a bare
 // "count" is ambiguous) and SQLite alike.
-func addClause(d dialect, delta any) clause.OnConflict {
-	return clause.OnConflict{Columns: keyColumns(), DoUpdates: clause.Set{{Column: clause.Column{Name: "count"}, Value: d.addExpr(delta)}}}
-}
-
-// overflowError is an expression that fails the statement with SQLite's
-// "integer overflow" (abs of the minimum int64), which isOverflow knows.
-// SQLite has no RAISE outside triggers; this is the error its own integer
-// arithmetic raises, the same one its SUM raises.
-const overflowError = "abs(-9223372036854775807 - 1)"
-
-// addExpr is the slot's count plus delta. MySQL and PostgreSQL fail the
-// statement when the sum leaves int64; SQLite would store it as a REAL, so
-// with checkedAdd the sum is checked and an overflow fails the statement
-// there too. Failing (rather than skipping the row with a WHERE) is what a
-// multi-row upsert needs: the statement is undone as a whole, so none of its
-// rows is written, and the caller gets an error whatever the other rows did.
-//
-//	"count"="slotted_counters"."count" + ?                          -- MySQL, PostgreSQL
-//	`count`=CASE WHEN typeof(`slotted_counters`.`count` + ?) = 'integer'
-//	  THEN `slotted_counters`.`count` + ? ELSE abs(-9223372036854775807 - 1) END -- SQLite
-//
-// SQLite evaluates the constant ELSE branch only for a row that overflows, not
-// once ahead of the statement (checked on SQLite 3.45, mattn's driver, and
-// 3.49, ncruces': a statement without overflow succeeds, and a failed one
-// leaves every row, and the caller's transaction, as they were).
-func (d dialect) addExpr(delta any) clause.Expr {
-	current := clause.Column{Table: clause.CurrentTable, Name: "count"}
-	if !d.checkedAdd {
-		return gorm.Expr("? + ?", current, delta)
-	}
-	return gorm.Expr("CASE WHEN typeof(? + ?) = 'integer' THEN ? + ? ELSE "+overflowError+" END", current, delta, current, delta)
+func addClause(d dialect.Dialect, delta any) clause.OnConflict {
+	return clause.OnConflict{Columns: keyColumns(), DoUpdates: clause.Set{{Column: clause.Column{Name: "count"}, Value: d.AddExpr(delta)}}}
 }
 
 // setClause overwrites the existing row's count with value (Reset's seed row).
@@ -247,4 +221,23 @@ func runs[T any](xs []T, same func(a, b T) bool) iter.Seq[[]T] {
 			start = end
 		}
 	}
+}
+
+// ownStatement reports whether query is one of the plugin's fixed statements,
+// the ones it prepares (the upserts of every shape, so the statement of one
+// write and its outcome marker too, and the sum), in the form the driver
+// gets. A new fixed statement belongs here too.
+func (p *Plugin) ownStatement(query string) bool {
+	return query == p.sql.upsert || query == p.sumSQL() || p.batchStatement(query)
+}
+
+// sumSQL is the sum as db.Raw hands it to the driver ($1 on PostgreSQL),
+// rendered on first use, once Initialize has settled p.sql.
+func (p *Plugin) sumSQL() string {
+	p.sumOnce.Do(func() {
+		tx := p.db.Session(&gorm.Session{NewDB: true, DryRun: true, Logger: logger.Discard}).
+			Raw(p.sql.sum, args(p.sql.sumArgs, "", "", 0, 0)...)
+		p.sumFinal = tx.Statement.SQL.String()
+	})
+	return p.sumFinal
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Coalescing is group commit in the client. Writes outside a transaction that
@@ -174,17 +176,17 @@ func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWr
 			switch {
 			case once != nil:
 				c.p.batching.record(len(rows), 1)
-				return false, c.writeOwn(&waiter{db: db, ctx: contextOf(db), rows: rows, once: once})
+				return false, c.writeOwn(&waiter{db: db, ctx: session.Context(db), rows: rows, once: once})
 			case rows == nil:
 				c.p.batching.record(1, 1)
-				return false, c.upsert(db, contextOf(db), nil, one)
+				return false, c.upsert(db, session.Context(db), nil, one)
 			}
 			c.p.batching.record(len(rows), 1)
-			ctx := contextOf(db)
+			ctx := session.Context(db)
 			return false, c.upsert(db, ctx, rows, batchRow{})
 		}
 	}
-	w := &waiter{db: db, ctx: contextOf(db), once: once, lead: lingering, done: make(chan error, 1)}
+	w := &waiter{db: db, ctx: session.Context(db), once: once, lead: lingering, done: make(chan error, 1)}
 	if rows == nil {
 		w.one[0] = one
 		w.rows = w.one[:]
@@ -249,7 +251,7 @@ func (c *coalescer) alone(w *waiter, err error) error {
 // writeOwn writes w's rows alone, as without coalescing.
 func (c *coalescer) writeOwn(w *waiter) error {
 	if w.once != nil {
-		return c.p.writeTx(w.db, func(tx *gorm.DB) error { return c.p.applyOnces(tx, nil, []*waiter{w}) })
+		return c.p.sessions.WriteTx(w.db, func(tx *gorm.DB) error { return c.p.applyOnces(tx, nil, []*waiter{w}) })
 	}
 	if len(w.rows) == 1 {
 		return c.upsert(w.db, w.ctx, nil, w.rows[0])
@@ -368,7 +370,7 @@ func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 	start := batchStart()
 	var err error
 	if onces := onceWaiters(batch); onces != nil {
-		err = c.p.writeTx(w.db.WithContext(ctx), func(tx *gorm.DB) error { return c.p.applyOnces(tx, rows, onces) })
+		err = c.p.sessions.WriteTx(w.db.WithContext(ctx), func(tx *gorm.DB) error { return c.p.applyOnces(tx, rows, onces) })
 	} else {
 		// One statement when the rows are a shape; several in one transaction
 		// when multi-row writes left a row of the shape empty or the leader's own

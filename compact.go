@@ -118,7 +118,7 @@ func (p *Plugin) compact(db *gorm.DB, refs []Ref) (removed int64, err error) {
 func (p *Plugin) compactRefs(db *gorm.DB, refs []Ref, strict bool) (removed int64, err error) {
 	refs = slices.Clone(refs)
 	slices.SortFunc(refs, compareRefs) // lock in key order, as every writer of these rows does
-	err = p.writeTx(db, func(tx *gorm.DB) error {
+	err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 		rows, err := p.lockRows(tx, refs)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func (p *Plugin) compactRefs(db *gorm.DB, refs []Ref, strict bool) (removed int6
 // reset replaces the slot rows of one counter by a single row holding value
 // (none when value is 0).
 func (p *Plugin) reset(db *gorm.DB, ref Ref, value int64) error {
-	return p.writeTx(db, func(tx *gorm.DB) error {
+	return p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 		rows, err := p.lockRows(tx, []Ref{ref})
 		if err != nil {
 			return err
@@ -156,7 +156,7 @@ func (p *Plugin) lockRows(tx *gorm.DB, refs []Ref) ([]SlottedCounter, error) {
 	var rows []SlottedCounter
 	q := tx.Table(p.cfg.Table).Select("record_type", "record_id", "slot", "count").Where(refsCondition(refs)).
 		Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: clause.Column{Name: "record_type"}}, {Column: clause.Column{Name: "record_id"}}, {Column: clause.Column{Name: "slot"}}}})
-	if p.dialect.lockingReads { // SQLite's BEGIN IMMEDIATE already holds the database's write lock
+	if p.dialect.LockingReads { // SQLite's BEGIN IMMEDIATE already holds the database's write lock
 		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 	}
 	return rows, q.Find(&rows).Error

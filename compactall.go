@@ -5,6 +5,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // CompactOptions configures CompactAll. The zero value compacts every counter
@@ -77,7 +79,7 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 			return prog, err
 		}
 	}
-	ctx := contextOf(db)
+	ctx := session.Context(db)
 	after := opts.After
 	var skipErr error // the first skipped counter's conflict
 	for {
@@ -127,7 +129,7 @@ func (p *Plugin) compactBatch(db *gorm.DB, refs []Ref, prog *CompactProgress, sk
 		return nil
 	}
 	for _, ref := range refs {
-		if err := contextOf(db).Err(); err != nil {
+		if err := session.Context(db).Err(); err != nil {
 			return err
 		}
 		if err := p.compactBatch(db, []Ref{ref}, prog, skipErr); err != nil {
@@ -149,7 +151,7 @@ func skippedError(skipped []Ref, first error) error {
 // crowded returns up to limit counters after `after` with more than minRows rows.
 func (p *Plugin) crowded(db *gorm.DB, recordType string, after Ref, minRows, limit int) ([]Ref, error) {
 	rt, rid := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}
-	q := primary(db, p.cfg.Table).Table(p.cfg.Table).Select("?, ?", rt, rid) // it decides what is rewritten
+	q := session.Primary(db, p.cfg.Table).Table(p.cfg.Table).Select("?, ?", rt, rid) // it decides what is rewritten
 	switch {
 	case recordType != "" && after.Type > recordType:
 		return nil, nil // resumed past this record_type
@@ -158,7 +160,7 @@ func (p *Plugin) crowded(db *gorm.DB, recordType string, after Ref, minRows, lim
 		if after.Type == recordType {
 			q = q.Where(clause.Gt{Column: rid, Value: after.ID})
 		}
-	case after != Ref{} && p.dialect.rowCompare:
+	case after != Ref{} && p.dialect.RowCompare:
 		// A row comparison is one index condition on PostgreSQL, so the scan
 		// streams from the resume point instead of aggregating the whole rest.
 		q = q.Where(clause.Expr{SQL: "(?, ?) > (?, ?)", Vars: []any{rt, rid, after.Type, after.ID}})

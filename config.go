@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/slotted-go/slotted/internal/errs"
+
+	"github.com/slotted-go/slotted/internal/dialect"
 )
 
 const (
@@ -16,7 +20,7 @@ const (
 	MaxSlots = 1 << 16
 	// MaxKeyLen is the longest record_type or record_id, in bytes (the columns are sized to it). Keys
 	// are valid UTF-8 without NUL bytes.
-	MaxKeyLen = 128
+	MaxKeyLen = errs.MaxKeyLen
 )
 
 // Config configures the plugin. The zero value is ready to use; every field documents its default.
@@ -171,7 +175,7 @@ var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0
 func (c Config) withDefaults(galera bool) (Config, error) {
 	retries, minBackoff, maxBackoff := 5, 2*time.Millisecond, 100*time.Millisecond
 	if galera {
-		retries, minBackoff, maxBackoff = galeraMaxRetries, galeraMinRetryBackoff, galeraMaxRetryBackoff
+		retries, minBackoff, maxBackoff = dialect.GaleraMaxRetries, dialect.GaleraMinRetryBackoff, dialect.GaleraMaxRetryBackoff
 	}
 	if c.Slots == 0 {
 		c.Slots = DefaultSlots

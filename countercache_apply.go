@@ -1,12 +1,11 @@
 package slotted
 
 import (
-	"context"
 	"database/sql"
-	"sync"
-	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // applyDeltas writes every parent's net change with one multi-row upsert (one
@@ -32,54 +31,15 @@ func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 	return p.touchParents(db, d)
 }
 
-// upsertDeltas runs writeDeltas, through txPrepared when it can: only the
-// plugin's fixed upserts pass through it (a bounded set of statements).
+// upsertDeltas runs writeDeltas, through session.TxPrepared when it can:
+// only the plugin's fixed upserts pass through it (a bounded set of
+// statements).
 func (p *Plugin) upsertDeltas(db *gorm.DB, rows []batchRow) error {
-	if tx, ok := db.Statement.ConnPool.(*sql.Tx); ok && p.dialect.name == "mysql" && !p.cfg.DisablePrepared {
+	if tx, ok := db.Statement.ConnPool.(*sql.Tx); ok && p.dialect.PreparedInTx && !p.cfg.DisablePrepared {
 		if sqlDB, err := db.DB(); err == nil {
-			db.Statement.ConnPool = txPrepared{Tx: tx, p: p, stmts: p.stmtPoolOf(sqlDB)}
+			db.Statement.ConnPool = session.TxPrepared{Tx: tx, Stmts: p.sessions.StmtPool(sqlDB)}
 			defer func() { db.Statement.ConnPool = tx }()
 		}
 	}
 	return p.writeDeltas(db, rows)
-}
-
-// txPrepared runs the plugin's upserts in the caller's transaction as
-// statements prepared on its connection once (database/sql keeps a *sql.Stmt's
-// per-connection statements, and Tx.StmtContext reuses the one of the
-// transaction's connection). The *sql.Stmt is never prepared while a
-// transaction waits: that takes a second connection from the pool, which 64
-// transactions holding all of it would wait for each other to release. A
-// statement not prepared yet runs unprepared and is prepared in the background.
-type txPrepared struct {
-	*sql.Tx
-	p     *Plugin
-	stmts *stmtPool
-}
-
-func (t txPrepared) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st, ok := t.stmts.stmts.Load(query); ok {
-		return t.Tx.StmtContext(ctx, st.(*sql.Stmt)).ExecContext(ctx, args...)
-	}
-	t.p.prepareLater(t.stmts, query)
-	return t.Tx.ExecContext(ctx, query, args...)
-}
-
-// preparing holds the statements being prepared in the background, per pool.
-var preparing sync.Map // struct{*stmtPool; string} -> struct{}
-
-func (p *Plugin) prepareLater(sp *stmtPool, query string) {
-	key := struct {
-		sp    *stmtPool
-		query string
-	}{sp, query}
-	if _, busy := preparing.LoadOrStore(key, struct{}{}); busy {
-		return
-	}
-	go func() {
-		defer preparing.Delete(key)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = sp.prepare(ctx, query) // a failure leaves the statement unprepared: the next call tries again
-	}()
 }

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // The counter cache and seed callbacks, registered by registerCallbacks:
@@ -156,7 +158,7 @@ func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
 //	INSERT INTO slotted_counters (record_type, record_id, slot, count) VALUES ('slotted:upsert:comments','7',0,0)
 //	  ON DUPLICATE KEY UPDATE count = slotted_counters.count
 func (p *Plugin) lockKeys(db *gorm.DB, cc *childCaches, op *cacheOp, keys []any) error {
-	if !p.dialect.lockingReads {
+	if !p.dialect.LockingReads {
 		return nil // SQLite: one writer at a time
 	}
 	typ := upsertLockPrefix + cc.schema.Table
@@ -174,7 +176,7 @@ func (p *Plugin) lockKeys(db *gorm.DB, cc *childCaches, op *cacheOp, keys []any)
 	}
 	slices.SortFunc(op.locks, func(a, b SlottedCounter) int { return cmp.Compare(a.RecordID, b.RecordID) })
 	op.locks = slices.CompactFunc(op.locks, sameCounter)
-	tx := routed(db)
+	tx := session.Routed(db)
 	for chunk := range slices.Chunk(op.locks, 500) {
 		if err := tx.Table(p.cfg.Table).Clauses(keepCountClause()).Create(&chunk).Error; err != nil {
 			return err
@@ -199,7 +201,7 @@ func (p *Plugin) unlockKeys(db *gorm.DB, op *cacheOp) error {
 	if len(op.locks) == 0 {
 		return nil
 	}
-	tx := routed(db)
+	tx := session.Routed(db)
 	for chunk := range slices.Chunk(op.locks, rewriteChunk) {
 		if err := tx.Table(p.cfg.Table).Where(slotsCondition(chunk)).Delete(&SlottedCounter{}).Error; err != nil {
 			return err
@@ -434,7 +436,7 @@ func (p *Plugin) readImagesByKey(db *gorm.DB, cc *childCaches, op *cacheOp, sign
 // (SkipDefaultTransaction): the image is read FOR UPDATE, and the locks must
 // last until the counters are written. endOwnTx commits or rolls it back.
 func beginOwnTx(db *gorm.DB) {
-	if inTransaction(db) {
+	if session.InTx(db) {
 		return
 	}
 	tx := db.Begin()
@@ -458,7 +460,7 @@ func (p *Plugin) endOwnTx(db *gorm.DB) {
 	if db.Error != nil {
 		db.Rollback()
 	} else if c, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
-		_ = db.AddError(awaitCommit(contextOf(db), c.Commit)) // commit.go: the caller's deadline holds through COMMIT
+		_ = db.AddError(session.AwaitCommit(session.Context(db), c.Commit)) // commit.go: the caller's deadline holds through COMMIT
 	}
 	db.Statement.ConnPool = db.ConnPool
 }

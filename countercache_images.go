@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Images: what a child row counts, read from the database (readImages) or
@@ -65,12 +67,12 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 		sel.WriteString(", CASE WHEN (?) THEN 1 ELSE 0 END")
 		vars = append(vars, op.recheck)
 	}
-	q := WithoutFill(routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select(sel.String(), vars...)
+	q := WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select(sel.String(), vars...)
 	if unscoped {
 		q = q.Unscoped()
 	}
 	q = scope(q)
-	if p.dialect.lockingReads {
+	if p.dialect.LockingReads {
 		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 	}
 	rows, err := q.Rows()

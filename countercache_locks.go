@@ -5,6 +5,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Bulk UPDATEs and DELETEs of counter-cache children lock their rows by
@@ -45,7 +47,7 @@ import (
 // primary key already) and without a LIMIT (which picks its rows in its own
 // order: one locking read keeps it).
 func (p *Plugin) orderedLocks(s *gorm.Statement) (clause.Expression, bool) {
-	if !p.dialect.lockingReads {
+	if !p.dialect.LockingReads {
 		return nil, false
 	}
 	if _, hasLimit := s.Clauses["LIMIT"]; hasLimit {
@@ -92,7 +94,7 @@ func byPrimaryKey(s *gorm.Statement, exprs []clause.Expression) bool {
 // locked by its own conditions).
 func (p *Plugin) candidateKeys(db *gorm.DB, cc *childCaches, unscoped bool, scope func(*gorm.DB) *gorm.DB) (keys []any, ok bool) {
 	key := clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}
-	q := WithoutFill(routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select("?", key)
+	q := WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select("?", key)
 	if unscoped {
 		q = q.Unscoped()
 	}

@@ -8,6 +8,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Touch sets the parent's updated_at (its autoUpdateTime column) whenever the
@@ -72,7 +74,7 @@ func (p *Plugin) touchParents(db *gorm.DB, d deltas) error {
 		case schema.UnixNanosecond:
 			value = now.UnixNano()
 		}
-		err := routed(db).Session(&gorm.Session{SkipHooks: true}).Table(t.parent.table).
+		err := session.Routed(db).Session(&gorm.Session{SkipHooks: true}).Table(t.parent.table).
 			Where(clause.IN{Column: clause.Column{Name: t.parent.key.column}, Values: keys}).
 			UpdateColumn(t.field.DBName, value).Error
 		if err != nil {

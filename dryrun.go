@@ -1,9 +1,9 @@
 package slotted
 
 import (
-	"errors"
-
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 // ErrDryRun is returned by the plugin's writes, reads and maintenance calls on
@@ -15,7 +15,7 @@ import (
 // they were. Scopes (OrderBy, WhereCounter), Table and RefOf keep working under
 // DryRun, as they only build SQL; auto-fill and counter caches skip a dry
 // run's statements as gorm skips running them.
-var ErrDryRun = errors.New("slotted: the DB is in DryRun mode; counters are neither written nor read")
+var ErrDryRun = errs.ErrDryRun
 
 // liveOf is pluginOf for the calls that run statements: it refuses DryRun.
 func liveOf(db *gorm.DB) (*Plugin, error) {

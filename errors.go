@@ -1,35 +1,35 @@
 package slotted
 
-import "errors"
+import "github.com/slotted-go/slotted/internal/errs"
 
 // Sentinel errors. Every error the package returns for bad input wraps one of
 // these, so callers can branch with errors.Is; none of them is returned after
 // anything was written.
 var (
 	// ErrNotRegistered: the *gorm.DB has no slotted plugin (db.Use(slotted.New(...)) was not called on it).
-	ErrNotRegistered = errors.New("slotted: plugin not registered on this *gorm.DB")
+	ErrNotRegistered = errs.ErrNotRegistered
 	// ErrInvalidConfig: a Config field or a `slotted` struct tag is out of range or malformed.
-	ErrInvalidConfig = errors.New("slotted: invalid configuration")
+	ErrInvalidConfig = errs.ErrInvalidConfig
 	// ErrUnknownCounter: the model has no counter with that tag name or Go field name.
-	ErrUnknownCounter = errors.New("slotted: unknown counter")
+	ErrUnknownCounter = errs.ErrUnknownCounter
 	// ErrMissingPrimaryKey: the record's primary key is the zero value or formats to "" (or a Ref is
 	// empty), so there is no record_id to count under.
-	ErrMissingPrimaryKey = errors.New("slotted: record has no primary key value")
+	ErrMissingPrimaryKey = errs.ErrMissingPrimaryKey
 	// ErrUnsupportedModel: the value is not a (pointer to a) struct, slice of structs, or has no single primary key.
-	ErrUnsupportedModel = errors.New("slotted: unsupported model")
+	ErrUnsupportedModel = errs.ErrUnsupportedModel
 	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id, or a key (record_id,
 	// Ref, AddOnce's key, CompactOptions.RecordType/After) is longer than MaxKeyLen, has a NUL byte or is not
 	// valid UTF-8, or AddOnce's key is empty.
-	ErrUnsupportedKey = errors.New("slotted: unsupported primary key")
+	ErrUnsupportedKey = errs.ErrUnsupportedKey
 	// ErrOverflow: a write would take a slot row past the int64 range (nothing is written), Compact
 	// would fold a counter whose total does not fit in int64, or a read's total does not fit in int64.
-	ErrOverflow = errors.New("slotted: counter out of int64 range")
+	ErrOverflow = errs.ErrOverflow
 	// ErrCounterCache: a new record sets a counter-cache counter, which only its children may move.
-	ErrCounterCache = errors.New("slotted: counter caches are counted from their children")
+	ErrCounterCache = errs.ErrCounterCache
 )
 
 // ErrInvalidArgument: an argument of a windowed read, Top or an ordering scope is out of range: a window
 // that ends before it starts or holds more than MaxWindowBuckets buckets, a counter without buckets: where
 // a window needs them, a sort direction other than ASC or DESC, a comparison operator, an N below 1, a
 // Ref.Slots outside 0..MaxSlots, or a listing's page options or cursor (List, Trending).
-var ErrInvalidArgument = errors.New("slotted: invalid argument")
+var ErrInvalidArgument = errs.ErrInvalidArgument

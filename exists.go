@@ -7,6 +7,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Writes to missing records. A counter needs no row of its parent: Add to
@@ -59,7 +61,7 @@ func (p *Plugin) checkAllExist(db *gorm.DB, m *modelMeta, rs records) error {
 			keys[i] = m.key.value(rs.byID[id][0])
 		}
 		var n int64
-		q := WithoutFill(primary(db, m.table))
+		q := WithoutFill(session.Primary(db, m.table))
 		err := q.Model(reflect.New(m.typ).Interface()).
 			Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Values: keys}).
 			Count(&n).Error
@@ -91,7 +93,7 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 		return err
 	}
 	var found []string
-	q := WithoutFill(primary(db, m.table))
+	q := WithoutFill(session.Primary(db, m.table))
 	err = q.Model(reflect.New(m.typ).Interface()).
 		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Value: m.key.value(v)}).
 		Limit(1).Pluck(m.key.column, &found).Error

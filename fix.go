@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Drift is a counter cache whose stored total differs from its children.
@@ -207,15 +209,15 @@ func (p *Plugin) fix(db *gorm.DB, caches []*counterCache, ids []string, keys []a
 		}
 	}
 	slices.SortFunc(refs, compareRefs)
-	savepoint := opts.DryRun && inTransaction(db)
-	err = p.writeTx(db, func(tx *gorm.DB) error {
+	savepoint := opts.DryRun && session.InTx(db)
+	err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 		drifts, actual = nil, deltas{} // a retried attempt starts over
 		if savepoint {
 			if err := tx.SavePoint("slotted_fix").Error; err != nil {
 				return err
 			}
 		}
-		if p.dialect.lockingReads {
+		if p.dialect.LockingReads {
 			if err := p.lockSlots(tx, owner, refs); err != nil {
 				return err
 			}
@@ -301,7 +303,7 @@ func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 		agg = "COALESCE(SUM(?), 0)"
 		vars = append(vars, clause.Column{Table: clause.CurrentTable, Name: c.sum.DBName})
 	}
-	q := WithoutFill(routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).
+	q := WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).
 		Select("?, "+agg, vars...).
 		Where(clause.IN{Column: fk, Values: keys}).
 		Clauses(clause.GroupBy{Columns: []clause.Column{fk}})

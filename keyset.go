@@ -5,6 +5,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // keysetPages walks model m's records in primary-key order, size keys a page,
@@ -16,14 +18,14 @@ import (
 //
 //	SELECT id FROM posts [WHERE <scope>] AND posts.id > ? ORDER BY posts.id LIMIT 500
 func keysetPages(db *gorm.DB, m *modelMeta, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
-	ctx := contextOf(db)
+	ctx := session.Context(db)
 	pk := clause.Column{Table: clause.CurrentTable, Name: m.key.column}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		page := reflect.New(reflect.SliceOf(m.typ))
-		q := WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column).
+		q := WithoutFill(session.Primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column).
 			Order(clause.OrderByColumn{Column: pk}).Limit(size)
 		if scope != nil {
 			q = scope(q)

@@ -22,29 +22,3 @@ func checkKey(what, s string) error {
 	}
 	return nil
 }
-
-// identifierLimit is the longest identifier (each part of schema.table) the
-// database keeps as written: MySQL/MariaDB refuse longer names (1059/1103),
-// PostgreSQL silently truncates them to NAMEDATALEN-1 bytes, which would make
-// the plugin write a table other than the one configured. SQLite has no
-// limit; 64 keeps a name that also works on MySQL.
-func identifierLimit(dialect string) int {
-	switch dialect {
-	case "postgres":
-		return 63
-	case "sqlserver":
-		return 128
-	}
-	return 64
-}
-
-// checkTableName checks Config.Table against the dialect's identifier limit.
-func checkTableName(table, dialect string) error {
-	limit := identifierLimit(dialect)
-	for _, part := range strings.Split(table, ".") {
-		if len(part) > limit {
-			return fmt.Errorf("%w: Table %q: %q is %d bytes, longer than %s's %d", ErrInvalidConfig, table, part, len(part), dialect, limit)
-		}
-	}
-	return nil
-}

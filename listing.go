@@ -260,7 +260,7 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 		quoted := q.Statement.Quote(alias)
 		key := "?"
 		if m.key.kind != reflect.String {
-			key = "CAST(? AS " + p.dialect.textType + ")"
+			key = "CAST(? AS " + p.dialect.TextType + ")"
 		}
 		q = q.Joins("LEFT JOIN (?) "+quoted+" ON "+quoted+".slotted_id = "+key, r.sub, pk)
 		sort = "COALESCE(" + q.Statement.Quote(clause.Column{Table: alias, Name: "slotted_total"}) + ", 0)"

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Migrate creates or migrates the counter table and the once table (AddOnce's
@@ -55,8 +57,8 @@ func (p *Plugin) migrate(db *gorm.DB) error {
 func (p *Plugin) migrateTable(db *gorm.DB, table string, model any) error {
 	var err error
 	for range migrateAttempts {
-		tx := primary(db, table).Table(table)
-		if p.dialect.withoutRowID {
+		tx := session.Primary(db, table).Table(table)
+		if p.dialect.WithoutRowID {
 			tx = tx.Set("gorm:table_options", " WITHOUT ROWID")
 		}
 		if err = tx.AutoMigrate(model); err == nil || !alreadyExists(err) {

@@ -3,6 +3,8 @@ package slotted
 import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // prefixed applies gorm's NamingStrategy TablePrefix to the default table
@@ -23,7 +25,7 @@ func (p *Plugin) prefixed(db *gorm.DB, cfg Config) Config {
 	table := prefix + DefaultTable
 	if cfg.Table == "" && !db.DryRun {
 		// On the primary: the answer picks the table every later write goes to.
-		m := primary(db, table).Migrator()
+		m := session.Primary(db, table).Migrator()
 		if !m.HasTable(table) && m.HasTable(DefaultTable) {
 			return cfg // the tables of a version that ignored the prefix
 		}

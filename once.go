@@ -213,11 +213,11 @@ func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key
 	}
 	rows = dropZero(rows)
 	sortRows(rows)
-	pool, inTx := p.pool(db)
+	pool, inTx := p.sessions.Pool(db)
 	if c := p.coalescerFor(db, pool, inTx); c != nil {
 		err = p.coalesceRows(db, c, batchRow{}, rows, w)
 	} else {
-		err = p.writeTx(db, func(tx *gorm.DB) error {
+		err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 			return p.applyOnces(tx, nil, []*waiter{{rows: rows, once: w}})
 		})
 	}
@@ -228,11 +228,11 @@ func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key
 // rowsFor gives the rows a delta of the counter touches (rowsOf).
 func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, rowsFor func(delta int64) []batchRow, key string) (delta int64, removed bool, err error) {
 	w := &onceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key)}, rowsFor: rowsFor}
-	pool, inTx := p.pool(db)
+	pool, inTx := p.sessions.Pool(db)
 	if c := p.coalescerFor(db, pool, inTx); c != nil {
 		err = p.coalesceRows(db, c, batchRow{}, nil, w)
 	} else {
-		err = p.writeTx(db, func(tx *gorm.DB) error {
+		err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 			return p.applyOnces(tx, nil, []*waiter{{once: w}})
 		})
 	}
@@ -241,10 +241,6 @@ func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, rowsFor func(delta int64) []ba
 	}
 	return w.row.Delta, true, nil
 }
-
-// insertIgnore: the key's insert is INSERT IGNORE (MySQL/MariaDB), not
-// ON CONFLICT DO NOTHING.
-func (d dialect) insertIgnore() bool { return d.name == "mysql" }
 
 // onceCondition selects one key's row.
 func onceCondition(ref Ref, key string) clause.Expression {

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // AddOnce coalesced. Concurrent AddOnce calls outside a transaction queue in
@@ -118,7 +120,7 @@ func (p *Plugin) applyOnces(tx *gorm.DB, rows []batchRow, onces []*waiter) error
 	if len(all) == 0 {
 		return nil
 	}
-	return p.upsertRows(tx, tx.Statement.ConnPool, contextOf(tx), true, all)
+	return p.upsertRows(tx, tx.Statement.ConnPool, session.Context(tx), true, all)
 }
 
 // sumRows sorts rows by key and sums the rows of one counter (ErrOverflow
@@ -148,13 +150,13 @@ func (p *Plugin) insertKeys(tx *gorm.DB, keys []*waiter) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if !p.dialect.returning {
+	if !p.dialect.Returning {
 		return p.insertKeysEach(tx, keys)
 	}
 	var b strings.Builder
 	q := func(name string) { tx.Dialector.QuoteTo(&b, name) }
 	b.WriteString("INSERT ")
-	if p.dialect.insertIgnore() {
+	if p.dialect.InsertIgnore {
 		b.WriteString("IGNORE ")
 	}
 	b.WriteString("INTO ")
@@ -181,7 +183,7 @@ func (p *Plugin) insertKeys(tx *gorm.DB, keys []*waiter) error {
 		}
 		vals = append(vals, string(r.RecordType), string(r.RecordID), string(r.OpKey), r.Delta, at)
 	}
-	if !p.dialect.insertIgnore() {
+	if !p.dialect.InsertIgnore {
 		b.WriteString(" ON CONFLICT (")
 		for i, c := range cols[:3] {
 			if i > 0 {
@@ -259,7 +261,7 @@ func (p *Plugin) replaceExpired(tx *gorm.DB, seen []*waiter) error {
 //	DELETE FROM `slotted_once` WHERE ((`record_type` = ? AND `record_id` = ? AND `op_key` = ?) OR (...))
 //	  AND (`expires_at` IS NULL OR `expires_at` > ?) RETURNING `record_type`,`record_id`,`op_key`,`delta`
 func (p *Plugin) deleteKeys(tx *gorm.DB, removes []*waiter) error {
-	if !p.dialect.returning {
+	if !p.dialect.Returning {
 		expires := clause.Column{Name: "expires_at"}
 		live := clause.Or(clause.Eq{Column: expires, Value: nil}, clause.Gt{Column: expires, Value: time.Now().UTC()})
 		return p.deleteKeysEach(tx, removes, live)

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Reads of the once table (once.go): "has this user liked it?" for one
@@ -161,7 +163,7 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 	}
 	opKey := clause.Column{Name: "op_key"}
 	var keys []string
-	tx := routed(db)
+	tx := session.Routed(db)
 	err = tx.Table(p.cfg.OnceTable).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.recordType}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: id}).
@@ -187,7 +189,7 @@ func (p *Plugin) appliedKeys(db *gorm.DB, recordType string, ids []string, key s
 	now := time.Now()
 	for chunk := range slices.Chunk(ids, loadChunk) {
 		var found []string
-		tx := routed(db)
+		tx := session.Routed(db)
 		err := tx.Table(p.cfg.OnceTable).
 			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: recordType}).
 			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
@@ -259,7 +261,7 @@ func WhereApplied(model any, name, key string) func(*gorm.DB) *gorm.DB {
 		}
 		id := "?"
 		if m.key.kind != reflect.String {
-			id = "CAST(? AS " + p.dialect.textType + ")" // record_id is text: the parent's key is cast, record_id keeps its index
+			id = "CAST(? AS " + p.dialect.TextType + ")" // record_id is text: the parent's key is cast, record_id keeps its index
 		}
 		sub := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.OnceTable).Select("1").
 			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.recordType}).

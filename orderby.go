@@ -9,6 +9,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Ordering and filtering a model's query by a counter: the scopes join the
@@ -169,7 +171,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 	quoted := db.Statement.Quote(alias)
 	key := "?"
 	if m.key.kind != reflect.String {
-		key = "CAST(? AS " + p.dialect.textType + ")"
+		key = "CAST(? AS " + p.dialect.TextType + ")"
 	}
 	join := "LEFT JOIN (?) " + quoted + " ON " + quoted + ".slotted_id = " + key
 	total := "COALESCE(" + db.Statement.Quote(clause.Column{Table: alias, Name: "slotted_total"}) + ", 0)"
@@ -188,13 +190,13 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 //	WHERE record_type IN (...) GROUP BY record_id
 func (p *Plugin) totals(db *gorm.DB, types []any) *gorm.DB {
 	sel := "? AS slotted_id, SUM(?) AS slotted_total"
-	if p.dialect.bigResult && len(types) > 1 {
+	if p.dialect.BigResult && len(types) > 1 {
 		// A window's rows come in (bucket, record) order, so MySQL groups them in a
 		// temporary table; one record_type's come in record order and group as they
 		// stream, which SQL_BIG_RESULT would replace by a sort of every row.
 		sel = "SQL_BIG_RESULT " + sel
 	}
-	return routed(db).Table(p.cfg.Table).
+	return session.Routed(db).Table(p.cfg.Table).
 		Select(sel, clause.Column{Name: "record_id"}, clause.Column{Name: "count"}).
 		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
 		Group("record_id")
@@ -233,15 +235,4 @@ func (k recordKey) textual() error {
 		}
 	}
 	return fmt.Errorf("%w: %s keys are not stored as their record_id text, so their counters cannot be joined", ErrUnsupportedKey, k.typ)
-}
-
-// textType is the dialect's type for CAST(... AS ...) to text.
-func textType(dialect string) string {
-	switch dialect {
-	case "mysql":
-		return "CHAR"
-	case "sqlserver":
-		return "NVARCHAR(128)"
-	}
-	return "TEXT"
 }

@@ -10,6 +10,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Outcome markers. A statement whose connection breaks (killed, reset, EOF
@@ -100,11 +102,11 @@ func (p *Plugin) settle(db *gorm.DB, ctx context.Context, m *marker, wait time.D
 // locking read on the primary.
 func (p *Plugin) markerCount(db *gorm.DB, ref Ref) (int64, error) {
 	var counts []int64
-	q := primary(db, p.cfg.Table).Table(p.cfg.Table).
+	q := session.Primary(db, p.cfg.Table).Table(p.cfg.Table).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: ref.Type}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: ref.ID}).
 		Where(clause.Eq{Column: clause.Column{Name: "slot"}, Value: 0})
-	if p.dialect.lockingReads {
+	if p.dialect.LockingReads {
 		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 	}
 	if err := q.Pluck("count", &counts).Error; err != nil {
@@ -118,7 +120,7 @@ func (p *Plugin) markerCount(db *gorm.DB, ref Ref) (int64, error) {
 
 // dropMarker deletes a marker's row (its owner is done with it).
 func (p *Plugin) dropMarker(db *gorm.DB, ref Ref) error {
-	return primary(db, p.cfg.Table).Table(p.cfg.Table).
+	return session.Primary(db, p.cfg.Table).Table(p.cfg.Table).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: ref.Type}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: ref.ID}).
 		Delete(&SlottedCounter{}).Error
@@ -198,7 +200,7 @@ func (mp *markerPool) put(m *marker) {
 // marked reports whether the coalescer's statements carry a marker:
 // Config.OutcomeMarkers, on a server. SQLite has no connection to lose: its
 // errors are the statement's own.
-func (c *coalescer) marked() bool { return c.p.cfg.OutcomeMarkers && c.p.dialect.name != "sqlite" }
+func (c *coalescer) marked() bool { return c.p.cfg.OutcomeMarkers && c.p.dialect.Markers }
 
 // rowBudget is how many counter rows a coalesced statement takes: MaxBatch,
 // less the marker's row (Config.OutcomeMarkers).

@@ -6,6 +6,9 @@ import (
 	"sync"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/dialect"
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 const pluginName = "slotted"
@@ -14,10 +17,10 @@ const pluginName = "slotted"
 // One Plugin serves one *gorm.DB (and every session and transaction derived from it).
 type Plugin struct {
 	cfg      Config
-	dialect  dialect
+	dialect  dialect.Dialect
+	sessions *session.Sessions // routing, prepared statements, own transactions, retries
 	sql      statements
 	models   sync.Map // reflect.Type -> *modelResult: metadata is built once per model type
-	prepared sync.Map // *sql.DB -> *stmtPool: the plugin's own prepared statements
 	sumOnce  sync.Once
 	sumFinal string // the sum as the driver gets it (see sumSQL)
 	stats    stats
@@ -55,39 +58,35 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if _, err := p.cfg.withDefaults(false); err != nil { // before any round trip
 		return err
 	}
-	p.dialect = dialectOf(db.Dialector)
-	if p.dialect.name == "mysql" {
-		var err error
-		if p.dialect.galera, err = detectGalera(db); err != nil {
-			return fmt.Errorf("slotted: asking the server for wsrep_on (Galera): %w", err)
-		}
-		if p.dialect.returning, err = detectReturning(db); err != nil {
-			return fmt.Errorf("slotted: asking the server for its version: %w", err)
-		}
+	p.dialect = dialect.Of(db.Dialector)
+	if err := p.dialect.Detect(session.Primary(db, "").Session(&gorm.Session{NewDB: true})); err != nil {
+		return fmt.Errorf("slotted: asking the server what it is (its version, Galera's wsrep_on): %w", err)
 	}
 	if p.cfg.DisableReturning {
-		p.dialect.returning = false
+		p.dialect.Returning = false
 	}
 	p.cfg = p.prefixed(db, p.cfg)
-	cfg, err := p.cfg.withDefaults(p.dialect.galera)
+	cfg, err := p.cfg.withDefaults(p.dialect.Galera)
 	if err != nil {
 		return err
 	}
-	if p.dialect.name == "postgres" && prefersUnprepared(db.Dialector) {
+	if p.dialect.MayPreferUnprepared && dialect.PrefersUnprepared(db.Dialector) {
 		cfg.DisablePrepared = true
 	}
 	p.cfg = cfg
-	if err := checkTableName(cfg.Table, p.dialect.name); err != nil {
+	if err := p.dialect.CheckTableName(cfg.Table); err != nil {
 		return err
 	}
-	if err := checkTableName(cfg.OnceTable, p.dialect.name); err != nil {
+	if err := p.dialect.CheckTableName(cfg.OnceTable); err != nil {
 		return err
 	}
+	p.sessions = &session.Sessions{Dialect: p.dialect, Table: cfg.Table, DisablePrepared: cfg.DisablePrepared, Own: p.ownStatement,
+		Retry: &session.Retrier{MaxRetries: cfg.MaxRetries, MinBackoff: cfg.MinRetryBackoff, MaxBackoff: cfg.MaxRetryBackoff, OnConflict: p.conflicted}}
 	if p.sql, err = render(db, cfg.Table, p.dialect); err != nil {
 		return err
 	}
 	if p.causalReads() {
-		p.sql.sum = syncWait + " " + p.sql.sum
+		p.sql.sum = dialect.SyncWait + " " + p.sql.sum
 	}
 	if !cfg.DisableAutoMigrate {
 		if err := p.migrate(db); err != nil {
@@ -101,7 +100,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 func (p *Plugin) Config() Config { return p.cfg }
 
 // causalReads: Count and fill reads wait for the Galera node to catch up.
-func (p *Plugin) causalReads() bool { return p.dialect.galera && p.cfg.CausalReads }
+func (p *Plugin) causalReads() bool { return p.dialect.Galera && p.cfg.CausalReads }
 
 // pluginOf finds the plugin registered on db.
 func pluginOf(db *gorm.DB) (*Plugin, error) {
@@ -130,61 +129,4 @@ func Table(db *gorm.DB) *gorm.DB {
 		return db
 	}
 	return db.Table(p.cfg.Table)
-}
-
-// dialect is what the plugin's SQL depends on in the database it runs on,
-// decided once at Initialize so that no code path asks the dialector by name.
-type dialect struct {
-	name string // gorm's Dialector.Name(): "mysql", "postgres", "sqlite", ...
-	// lockingReads: a read that decides a write takes row locks (SELECT ... FOR
-	// UPDATE). Not on SQLite, which has no row locks: its BEGIN IMMEDIATE (or
-	// the delete's transaction) already holds the database's write lock.
-	lockingReads bool
-	// immediateTx: write transactions open with BEGIN IMMEDIATE (SQLite), not
-	// at READ COMMITTED isolation.
-	immediateTx bool
-	// rowCompare: a row comparison (a, b) > (?, ?) is one index condition
-	// (PostgreSQL), so a keyset scan can start at the resume point.
-	rowCompare bool
-	// withoutRowID: the counter table is created WITHOUT ROWID (SQLite), so the
-	// primary key is the table rather than a second B-tree beside it.
-	withoutRowID bool
-	// galera: a MariaDB Galera node (wsrep_on = ON), asked at Initialize. Write
-	// transactions wait for the node to catch up with the cluster first, and
-	// the retry defaults are Galera's (see galera.go).
-	galera bool
-	// checkedAdd: the database would not fail an addition past int64 by itself
-	// (SQLite makes it a REAL), so upserts check the sum (addExpr, overflow.go).
-	checkedAdd bool
-	// valuesFunc: an upsert reads the row it tried to insert as VALUES(col)
-	// (MySQL/MariaDB's ON DUPLICATE KEY UPDATE), not as excluded.col.
-	valuesFunc bool
-	// textType is what CAST(key AS ...) needs to compare a parent's key with
-	// record_id (OrderBy's join): CHAR on MySQL, TEXT elsewhere.
-	textType string
-	// bigResult: windowed rankings group with SELECT SQL_BIG_RESULT
-	// (MySQL/MariaDB), by sorting rather than in a temporary table that spills
-	// to disk past tmp_table_size (a week's top of 100k records: 41 s -> 6 s).
-	bigResult bool
-	// returning: INSERT … RETURNING and DELETE … RETURNING (MariaDB 10.5+,
-	// PostgreSQL, SQLite 3.35+; not MySQL, TiDB or Vitess), asked at
-	// Initialize on MySQL-protocol servers; off with Config.DisableReturning.
-	returning bool
-}
-
-func dialectOf(d gorm.Dialector) dialect {
-	name := d.Name()
-	sqlite := name == "sqlite"
-	return dialect{
-		name:         name,
-		lockingReads: !sqlite,
-		immediateTx:  sqlite,
-		rowCompare:   name == "postgres",
-		withoutRowID: sqlite,
-		checkedAdd:   sqlite,
-		valuesFunc:   name == "mysql",
-		textType:     textType(name),
-		bigResult:    name == "mysql",
-		returning:    name == "postgres" || sqlite, // MySQL's is asked at Initialize
-	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // pruneBatch bounds the keys one DELETE of pruneKeys removes.
@@ -29,14 +31,14 @@ func (p *Plugin) pruneKeys(ctx context.Context, db *gorm.DB, now time.Time) (pru
 	expired := clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}
 	for ctx.Err() == nil {
 		var keys []onceRow
-		err := primary(db, p.cfg.OnceTable).Table(p.cfg.OnceTable).Select("record_type", "record_id", "op_key").
+		err := session.Primary(db, p.cfg.OnceTable).Table(p.cfg.OnceTable).Select("record_type", "record_id", "op_key").
 			Where(expired).Order(clause.OrderByColumn{Column: clause.Column{Name: "expires_at"}}).Limit(pruneBatch).Find(&keys).Error
 		if err != nil || len(keys) == 0 {
 			return pruned, err
 		}
 		slices.SortFunc(keys, compareOnce) // delete in key order, as one transaction locks its keys
-		err = p.withRetry(ctx, inTransaction(db), func(ctx context.Context) error {
-			res := primary(db, p.cfg.OnceTable).WithContext(ctx).Table(p.cfg.OnceTable).Where(expired).Where(keysCondition(keys)).Delete(&onceRow{})
+		err = p.sessions.Retry.Do(ctx, session.InTx(db), func(ctx context.Context) error {
+			res := session.Primary(db, p.cfg.OnceTable).WithContext(ctx).Table(p.cfg.OnceTable).Where(expired).Where(keysCondition(keys)).Delete(&onceRow{})
 			pruned += res.RowsAffected
 			return res.Error
 		})

@@ -7,6 +7,9 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/dialect"
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // loadChunk bounds the record ids in one batched read, well under every
@@ -44,7 +47,7 @@ func CountRef(db *gorm.DB, ref Ref) (int64, error) {
 }
 
 func (p *Plugin) sum(db *gorm.DB, recordType, recordID string) (int64, error) {
-	tx := p.session(db)
+	tx := p.sessions.Raw(db)
 	// Rows, not Row: on a failed prepare gorm's prepared-statement pool hands
 	// back an empty *sql.Row whose Scan panics.
 	rows, err := tx.Raw(p.sql.sum, args(p.sql.sumArgs, recordType, recordID, 0, 0)...).Rows()
@@ -145,14 +148,14 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 	for i, id := range ids {
 		idVals[i] = id
 	}
-	tx := routed(db)
+	tx := session.Routed(db)
 	q := tx.Table(p.cfg.Table).
 		Select("?, ?, SUM(?)", clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "count"}).
 		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
 		Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: idVals}).
 		Clauses(clause.GroupBy{Columns: []clause.Column{{Name: "record_type"}, {Name: "record_id"}}})
 	if p.causalReads() {
-		waitCausally(q)
+		dialect.WaitCausally(q)
 	}
 	rows, err := q.Rows()
 	if tx.DryRun { // rendered and logged; nothing was read

@@ -1,38 +1,17 @@
 package slotted
 
-import (
-	"context"
-	"errors"
-	"math/rand/v2"
-	"strconv"
-	"strings"
-	"time"
-)
+import "github.com/slotted-go/slotted/internal/session"
 
 // Conflict is the kind of transient lock conflict a database error reports.
-type Conflict int
+type Conflict = session.Conflict
 
 const (
-	NoConflict           Conflict = iota // not a lock conflict (or no error)
-	Deadlock                             // MySQL 1213, PostgreSQL 40P01
-	LockTimeout                          // MySQL 1205 (innodb_lock_wait_timeout), PostgreSQL 55P03 (lock_timeout)
-	SerializationFailure                 // PostgreSQL and CockroachDB 40001; TiDB write conflicts 9007, 8005, 8002, 8022
-	Busy                                 // SQLite SQLITE_BUSY / SQLITE_LOCKED ("database is locked")
+	NoConflict           = session.NoConflict           // not a lock conflict (or no error)
+	Deadlock             = session.Deadlock             // MySQL 1213, PostgreSQL 40P01
+	LockTimeout          = session.LockTimeout          // MySQL 1205 (innodb_lock_wait_timeout), PostgreSQL 55P03 (lock_timeout)
+	SerializationFailure = session.SerializationFailure // PostgreSQL and CockroachDB 40001; TiDB write conflicts 9007, 8005, 8002, 8022
+	Busy                 = session.Busy                 // SQLite SQLITE_BUSY / SQLITE_LOCKED ("database is locked")
 )
-
-func (c Conflict) String() string {
-	switch c {
-	case Deadlock:
-		return "deadlock"
-	case LockTimeout:
-		return "lock wait timeout"
-	case SerializationFailure:
-		return "serialization failure"
-	case Busy:
-		return "busy"
-	}
-	return "none"
-}
 
 // ConflictOf classifies err. It reads driver errors through small interfaces
 // and their stable message prefixes instead of importing every driver:
@@ -47,88 +26,4 @@ func (c Conflict) String() string {
 // SELECT FOR UPDATE transaction that hit one, 8022 a commit that failed and
 // was rolled back (its docs: "safe to retry"). TiDB's 8028 (schema changed)
 // is not a lock conflict and is left to the caller.
-func ConflictOf(err error) Conflict {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return NoConflict
-	}
-	var state interface{ SQLState() string }
-	if errors.As(err, &state) {
-		switch state.SQLState() {
-		case "40P01":
-			return Deadlock
-		case "55P03":
-			return LockTimeout
-		case "40001":
-			return SerializationFailure
-		}
-		return NoConflict
-	}
-	// go-sql-driver/mysql's *MySQLError prints as "Error 1213 (40001): ...";
-	// look along the chain, as another callback may have wrapped it.
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if rest, ok := strings.CutPrefix(e.Error(), "Error "); ok {
-			if num, _, ok := strings.Cut(rest, " "); ok {
-				if n, err := strconv.Atoi(strings.TrimSuffix(num, ":")); err == nil {
-					switch n {
-					case 1213:
-						return Deadlock
-					case 1205:
-						return LockTimeout
-					case 9007, 8005, 8002, 8022: // TiDB
-						return SerializationFailure
-					}
-					return NoConflict
-				}
-			}
-		}
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "database is locked") || strings.Contains(msg, "database table is locked") ||
-		strings.Contains(msg, "SQLITE_BUSY") {
-		return Busy
-	}
-	return NoConflict
-}
-
-// withRetry runs op, retrying transient lock conflicts with full-jitter
-// exponential backoff. inTx disables retries: a deadlock has already rolled
-// the caller's transaction back, so repeating one statement would be wrong.
-// op runs its statements on the context it gets: a conflict it retries past
-// is kept out of the user's logger (retrylog.go).
-func (p *Plugin) withRetry(ctx context.Context, inTx bool, op func(ctx context.Context) error) error {
-	opCtx, scope := p.scoped(ctx, inTx)
-	for attempt := 0; ; attempt++ {
-		scope.attempt()
-		err := op(opCtx)
-		if err == nil {
-			return nil
-		}
-		kind := ConflictOf(err)
-		if kind == NoConflict {
-			scope.final()
-			return err
-		}
-		p.stats.conflicts[kind].Add(1)
-		if inTx || attempt >= p.cfg.MaxRetries {
-			p.conflicted(ctx, kind, attempt, false, err)
-			scope.final()
-			return err
-		}
-		p.conflicted(ctx, kind, attempt, true, err)
-		ceiling := p.cfg.MinRetryBackoff << min(attempt, 20)
-		if ceiling <= 0 || ceiling > p.cfg.MaxRetryBackoff {
-			ceiling = p.cfg.MaxRetryBackoff
-		}
-		if ceiling > 0 {
-			t := time.NewTimer(rand.N(ceiling))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				scope.final()
-				return errors.Join(ctx.Err(), err)
-			case <-t.C:
-			}
-		}
-		p.stats.retries.Add(1)
-	}
-}
+func ConflictOf(err error) Conflict { return session.ConflictOf(err) }

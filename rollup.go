@@ -50,7 +50,7 @@ func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflec
 	types := recordTypes(selected)
 	totals := make(map[[2]string]int64, len(rs.ids)*len(selected))
 	for ids := range slices.Chunk(rs.ids, loadChunk) {
-		err := p.writeTx(db, func(tx *gorm.DB) error {
+		err := p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 			// Read inside the transaction, so that a retried attempt writes fresh totals.
 			for _, id := range ids {
 				for _, c := range selected {

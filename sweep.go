@@ -5,6 +5,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // SweepOptions configures Sweep.
@@ -52,9 +54,9 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	// Its reads decide a delete: the ids and their parents are read on the
 	// primary, never on replicas at different lag (a replica behind the other
 	// would make live counters look orphaned).
-	counters, parents := primary(db, p.cfg.Table), primary(db, m.table)
+	counters, parents := session.Primary(db, p.cfg.Table), session.Primary(db, m.table)
 	for {
-		if err := contextOf(db).Err(); err != nil {
+		if err := session.Context(db).Err(); err != nil {
 			return prog, err
 		}
 		var ids []string

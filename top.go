@@ -7,6 +7,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // RefTotal is a counter and its total, as TopRefs ranks them.
@@ -142,7 +144,7 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 // topCached ranks by the cache column of the parent table.
 func (p *Plugin) topCached(db *gorm.DB, m *modelMeta, c *counter, n int) ([]RefTotal, error) {
 	found := reflect.New(reflect.SliceOf(m.typ))
-	err := WithoutFill(routed(db)).Model(reflect.New(m.typ).Interface()).Select(m.key.column, c.cache).
+	err := WithoutFill(session.Routed(db)).Model(reflect.New(m.typ).Interface()).Select(m.key.column, c.cache).
 		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.cache}, Desc: true}).
 		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Desc: true}).
 		Limit(n).Find(found.Interface()).Error

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // MaxTrendBuckets bounds TrendOptions.Buckets: each bucket is one branch of
@@ -156,10 +158,10 @@ func (p *Plugin) scores(db *gorm.DB, types []string, weights []int64) *gorm.DB {
 	}
 	sb.WriteString(" END) AS slotted_total")
 	sel := sb.String()
-	if p.dialect.bigResult && len(types) > 1 {
+	if p.dialect.BigResult && len(types) > 1 {
 		sel = "SQL_BIG_RESULT " + sel // as totals: a window's rows group by sorting on MySQL
 	}
-	return routed(db).Table(p.cfg.Table).Select(sel, vars...).
+	return session.Routed(db).Table(p.cfg.Table).Select(sel, vars...).
 		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: anys(types)}).
 		Group("record_id")
 }

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Windowed reads of bucketed counters: the buckets overlapping [from, to)
@@ -224,7 +226,7 @@ func (p *Plugin) windowSums(db *gorm.DB, types, ids []string, perBucket bool, in
 	}
 	for tchunk := range slices.Chunk(types, typeChunk) {
 		for ichunk := range slices.Chunk(ids, max(1, min(loadChunk, windowCells/len(tchunk)))) {
-			tx := routed(db)
+			tx := session.Routed(db)
 			rows, err := tx.Table(p.cfg.Table).
 				Select("?, SUM(?)", group, clause.Column{Name: "count"}).
 				Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: anys(tchunk)}).

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Increment adds 1 to a counter of model, which must be a pointer to a struct
@@ -66,7 +68,7 @@ func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta 
 	if delta == 0 {
 		return nil
 	}
-	pool, inTx := p.pool(db)
+	pool, inTx := p.sessions.Pool(db)
 	if c := p.coalescerFor(db, pool, inTx); c != nil {
 		return p.coalesce(db, c, Ref{Type: recordType, ID: recordID}, slots, delta)
 	}
@@ -76,8 +78,8 @@ func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta 
 // upsertOne runs the upsert. It is the hot path: no reflection, no statement
 // building, no parsing of the SQL; one statement allocation per attempt.
 func (p *Plugin) upsertOne(db *gorm.DB, pool gorm.ConnPool, inTx bool, recordType, recordID string, slots int, delta int64) error {
-	ctx := contextOf(db)
-	return overflowed(p.withRetry(ctx, inTx, func(ctx context.Context) error {
+	ctx := session.Context(db)
+	return overflowed(p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error {
 		// A fresh slot on each attempt: the one that conflicted is the hottest.
 		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
 		return execRendered(db, pool, ctx, p.sql.upsert, vals).Error

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Write-behind: for counters where speed matters more than durability (page
@@ -121,7 +123,7 @@ func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if inTransaction(db) {
+	if session.InTx(db) {
 		return nil, fmt.Errorf("%w: a write-behind buffer outlives transactions; pass the DB", ErrInvalidConfig)
 	}
 	if opts.Interval == 0 {
@@ -299,7 +301,7 @@ func (b *Buffer) Flush(ctx context.Context) error {
 	b.mu.Unlock()
 
 	db := b.db.WithContext(ctx)
-	pool, _ := b.p.pool(db)
+	pool, _ := b.p.sessions.Pool(db)
 	done, kept := 0, 0 // rows and carried rows written (or refused for overflow)
 	var overflows []error
 	err := func() (err error) {

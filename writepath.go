@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // One write path. Every write becomes row deltas (batchRow): a counter's
@@ -42,11 +44,11 @@ func (p *Plugin) writeDeltas(db *gorm.DB, rows []batchRow) error {
 		return p.add(db, r.ref.Type, r.ref.ID, r.slots, r.delta)
 	}
 	sortRows(rows)
-	pool, inTx := p.pool(db)
+	pool, inTx := p.sessions.Pool(db)
 	if c := p.coalescerFor(db, pool, inTx); c != nil {
 		return p.coalesceRows(db, c, batchRow{}, rows, nil)
 	}
-	return p.upsertRows(db, pool, contextOf(db), inTx, rows)
+	return p.upsertRows(db, pool, session.Context(db), inTx, rows)
 }
 
 // dropZero removes rows that add nothing, in place.

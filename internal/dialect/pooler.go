@@ -1,4 +1,4 @@
-package slotted
+package dialect
 
 import (
 	"reflect"
@@ -20,7 +20,7 @@ import (
 // and its execute are two round trips a pooler may split.
 var simpleExecMode = regexp.MustCompile(`default_query_exec_mode=(simple_protocol|exec)(\s|&|$)`)
 
-// prefersUnprepared reports whether the dialector runs PostgreSQL without
+// PrefersUnprepared reports whether the dialector runs PostgreSQL without
 // server-side prepared statements: gorm.io/driver/postgres's
 // Config.PreferSimpleProtocol, or a DSN whose default_query_exec_mode is
 // simple_protocol or exec. Read by reflection: the library imports no driver.
@@ -33,7 +33,7 @@ var simpleExecMode = regexp.MustCompile(`default_query_exec_mode=(simple_protoco
 // connection, for as long as the connection lives (a DEALLOCATE through the
 // pooler reaches some other server connection). The decision has to be made
 // before the first prepare.
-func prefersUnprepared(dialector any) bool {
+func PrefersUnprepared(dialector any) bool {
 	v := reflect.ValueOf(dialector)
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 		if v.IsNil() {

@@ -1,4 +1,4 @@
-package slotted
+package session
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/dialect"
 )
 
 // database/sql's Tx.Commit takes no context, and go-sql-driver/mysql does
@@ -19,9 +21,9 @@ import (
 // (docs/outcomes.md says, per call, how to learn it or why running it again
 // is safe).
 
-// awaitCommit runs commit and returns its error, or an error wrapping
+// AwaitCommit runs commit and returns its error, or an error wrapping
 // ctx.Err() once ctx ends first. A context that can never end costs nothing.
-func awaitCommit(ctx context.Context, commit func() error) error {
+func AwaitCommit(ctx context.Context, commit func() error) error {
 	if ctx.Done() == nil {
 		return commit()
 	}
@@ -40,11 +42,11 @@ func awaitCommit(ctx context.Context, commit func() error) error {
 	}
 }
 
-// ownTx is gorm's Transaction for the plugin's own transactions, with the
+// OwnTx is gorm's Transaction for the plugin's own transactions, with the
 // COMMIT awaited by ctx: fn runs on the caller's goroutine (whatever it
 // writes into the caller's values stays ordered before the return), a
 // failing or panicking fn rolls back.
-func ownTx(ctx context.Context, db *gorm.DB, opts *sql.TxOptions, fn func(tx *gorm.DB) error) (err error) {
+func OwnTx(ctx context.Context, db *gorm.DB, opts *sql.TxOptions, fn func(tx *gorm.DB) error) (err error) {
 	tx := db.Begin(opts)
 	if tx.Error != nil {
 		return tx.Error
@@ -59,20 +61,20 @@ func ownTx(ctx context.Context, db *gorm.DB, opts *sql.TxOptions, fn func(tx *go
 		return err
 	}
 	committing = true
-	return awaitCommit(ctx, func() error { return tx.Commit().Error })
+	return AwaitCommit(ctx, func() error { return tx.Commit().Error })
 }
 
-// galeraTx is ownTx on one connection that first runs the causal wait, then
+// GaleraTx is OwnTx on one connection that first runs the causal wait, then
 // BEGIN: the connection is held by gorm's Connection, whose end waits for the
 // transaction, so that part runs on a goroutine of its own and hands the
 // transaction over; fn still runs on the caller's goroutine.
-func galeraTx(ctx context.Context, base *gorm.DB, opts *sql.TxOptions, fn func(tx *gorm.DB) error) error {
+func GaleraTx(ctx context.Context, base *gorm.DB, opts *sql.TxOptions, fn func(tx *gorm.DB) error) error {
 	began := make(chan *gorm.DB, 1)
 	commit := make(chan bool, 1) // true: COMMIT, false: ROLLBACK
 	ended := make(chan error, 1)
 	go func() {
 		ended <- base.Connection(func(conn *gorm.DB) error {
-			if err := pin(routed(conn)).Exec(causalWait).Error; err != nil {
+			if err := Pin(Routed(conn)).Exec(dialect.CausalWait).Error; err != nil {
 				return err
 			}
 			tx := conn.Begin(opts)
@@ -107,5 +109,5 @@ func galeraTx(ctx context.Context, base *gorm.DB, opts *sql.TxOptions, fn func(t
 	}
 	decided = true
 	commit <- true
-	return awaitCommit(ctx, func() error { return <-ended })
+	return AwaitCommit(ctx, func() error { return <-ended })
 }

@@ -1,4 +1,4 @@
-package slotted
+package session
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"gorm.io/gorm"
 )
 
-// A lock conflict that withRetry retries and then gets past is no failure:
+// A lock conflict that Retrier.Do retries and then gets past is no failure:
 // the caller's call succeeds. gorm's logger would still print the attempt
 // that conflicted as an error line (19 red "Deadlock found" lines in one 20-s
 // run in which no call failed). So, inside a retry scope, the statement that
 // conflicted is not traced when it fails: slotted:quiet_retry (after every
-// chain's execution) keeps its trace in the scope, and withRetry hands that
+// chain's execution) keeps its trace in the scope, and Retrier.Do hands that
 // trace to the logger only when the conflict is final (retries exhausted, the
 // context done). A conflict that is retried goes to the logger's Info level
 // instead ("slotted: retrying after ..."), which gorm's default logger prints
@@ -20,7 +20,7 @@ import (
 // Every other statement, the retried attempt included, is traced as gorm
 // does. Retries also show in Stats (Retries, Conflicts) and to an Observer.
 
-// retryScope is one withRetry call's deferred trace. withRetry puts it in
+// retryScope is one Retrier.Do call's deferred trace. Retrier.Do puts it in
 // the context its op gets; the plugin's statements run on that context.
 type retryScope struct {
 	begin time.Time // of the attempt: the elapsed time a replayed line shows
@@ -32,8 +32,8 @@ type retryScopeKey struct{}
 
 // scoped returns ctx carrying a fresh scope, or ctx itself when nothing will
 // be retried (inside the caller's transaction every conflict is final).
-func (p *Plugin) scoped(ctx context.Context, inTx bool) (context.Context, *retryScope) {
-	if inTx || p.cfg.MaxRetries == 0 {
+func (r *Retrier) scoped(ctx context.Context, inTx bool) (context.Context, *retryScope) {
+	if inTx || r.MaxRetries == 0 {
 		return ctx, nil
 	}
 	s := &retryScope{}
@@ -88,8 +88,8 @@ func (s *retryScope) final() {
 	}
 }
 
-// registerQuietRetry puts slotted:quiet_retry after every chain's execution.
-func registerQuietRetry(db *gorm.DB) error {
+// RegisterQuietRetry puts slotted:quiet_retry after every chain's execution.
+func RegisterQuietRetry(db *gorm.DB) error {
 	cb := db.Callback()
 	for _, r := range []interface {
 		Register(string, func(*gorm.DB)) error

@@ -1,4 +1,4 @@
-package slotted
+package dialect
 
 import "testing"
 
@@ -15,8 +15,8 @@ func TestMariaDBReturning(t *testing.T) {
 		"":                           false,
 		"MariaDB":                    false,
 	} {
-		if got := mariaDBReturning(version); got != want {
-			t.Errorf("mariaDBReturning(%q) = %v, want %v", version, got, want)
+		if got := MariaDBReturning(version); got != want {
+			t.Errorf("MariaDBReturning(%q) = %v, want %v", version, got, want)
 		}
 	}
 }

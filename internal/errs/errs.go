@@ -1,0 +1,25 @@
+// Package errs holds the sentinel errors that the root package exports under
+// the same names (slotted.ErrInvalidConfig is errs.ErrInvalidConfig): the
+// mechanisms under internal/ return them without importing the root.
+// Their documentation is on the root's names, in errors.go.
+package errs
+
+import "errors"
+
+var (
+	ErrNotRegistered     = errors.New("slotted: plugin not registered on this *gorm.DB")
+	ErrInvalidConfig     = errors.New("slotted: invalid configuration")
+	ErrUnknownCounter    = errors.New("slotted: unknown counter")
+	ErrMissingPrimaryKey = errors.New("slotted: record has no primary key value")
+	ErrUnsupportedModel  = errors.New("slotted: unsupported model")
+	ErrUnsupportedKey    = errors.New("slotted: unsupported primary key")
+	ErrOverflow          = errors.New("slotted: counter out of int64 range")
+	ErrCounterCache      = errors.New("slotted: counter caches are counted from their children")
+	ErrInvalidArgument   = errors.New("slotted: invalid argument")
+)
+
+// MaxKeyLen is slotted.MaxKeyLen: the longest record_type or record_id, in bytes.
+const MaxKeyLen = 128
+
+// ErrDryRun is slotted.ErrDryRun.
+var ErrDryRun = errors.New("slotted: the DB is in DryRun mode; counters are neither written nor read")
