@@ -10,6 +10,10 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/keyset"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // BucketOptions configures MaintainBuckets, and Runner.Buckets.
@@ -78,23 +82,23 @@ func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress
 	now := p.cfg.Now()
 	ctx := session.Context(db)
 	for _, c := range counters {
-		cur := c.bucket.of(now)
+		cur := c.bucket.Of(now)
 		closed := cur
 		for range opts.Closed {
 			if err := ctx.Err(); err != nil {
 				return prog, err
 			}
-			closed = c.bucket.back(closed, 1)
-			cp, err := CompactAll(db, CompactOptions{RecordType: bucketType(c.recordType, closed.label), BatchSize: opts.BatchSize})
+			closed = c.bucket.Back(closed, 1)
+			cp, err := CompactAll(db, CompactOptions{RecordType: bucketing.Type(c.recordType, closed.Label), BatchSize: opts.BatchSize})
 			prog.Compacted += cp.Counters
 			prog.RowsRemoved += cp.RowsRemoved
 			if err != nil {
 				return prog, err
 			}
 		}
-		if c.bucket.keep > 0 {
-			oldest := c.bucket.back(cur, c.bucket.keep-1)
-			if err := p.expire(ctx, db, c, oldest.label, opts.BatchSize, &prog); err != nil {
+		if c.bucket.Keep > 0 {
+			oldest := c.bucket.Back(cur, c.bucket.Keep-1)
+			if err := p.expire(ctx, db, c, oldest.Label, opts.BatchSize, &prog); err != nil {
 				return prog, err
 			}
 		}
@@ -111,7 +115,7 @@ func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress
 func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *counter, keep string, batch int, prog *BucketProgress) error {
 	prefix := c.recordType + "@"
 	rt := clause.Column{Name: "record_type"}
-	after, below := prefix, bucketType(c.recordType, keep)
+	after, below := prefix, bucketing.Type(c.recordType, keep)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -128,7 +132,7 @@ func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *counter, keep strin
 		}
 		after = next.String
 		label, ok := strings.CutPrefix(next.String, prefix)
-		if !ok || !c.bucket.valid(label) || label >= keep {
+		if !ok || !c.bucket.Valid(label) || label >= keep {
 			continue
 		}
 		rows, err := p.deleteBucket(ctx, db, next.String, batch)
@@ -145,43 +149,32 @@ func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *counter, keep strin
 // into an expired bucket, which only a clock far behind would make) is left
 // for the next run.
 func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType string, batch int) (int64, error) {
-	rt, rid, slot := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "slot"}
+	rt, key := clause.Column{Name: "record_type"}, []clause.Column{{Name: "record_id"}, {Name: "slot"}}
 	var removed int64
-	var last *SlottedCounter
-	for {
-		if err := ctx.Err(); err != nil {
-			return removed, err
-		}
+	read := func(after []any) ([]SlottedCounter, int, []any, error) {
 		q := session.Primary(db, p.cfg.Table).Table(p.cfg.Table).Select("record_id", "slot").Where(clause.Eq{Column: rt, Value: recordType})
-		if last != nil {
-			q = q.Where(clause.Or(clause.Gt{Column: rid, Value: string(last.RecordID)},
-				clause.And(clause.Eq{Column: rid, Value: string(last.RecordID)}, clause.Gt{Column: slot, Value: last.Slot})))
+		if after != nil {
+			q = q.Where(keyset.After(key, after, false))
 		}
 		var rows []SlottedCounter
-		err := q.Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: rid}, {Column: slot}}}).Limit(batch).Find(&rows).Error
-		if err != nil {
-			return removed, err
+		if err := q.Order(keyset.Order(key)).Limit(batch).Find(&rows).Error; err != nil || len(rows) == 0 {
+			return nil, 0, nil, err
 		}
-		if len(rows) == 0 {
-			return removed, nil
-		}
+		last := rows[len(rows)-1]
+		return rows, len(rows), []any{string(last.RecordID), last.Slot}, nil
+	}
+	err := keyset.Walk(ctx, batch, nil, read, func(rows []SlottedCounter, _ []any) error {
 		for i := range rows {
 			rows[i].RecordType = Key(recordType)
 		}
 		// Deleting named rows is idempotent: retried on lock conflicts like a write.
-		err = p.sessions.Retry.Do(ctx, session.InTx(db), func(ctx context.Context) error {
+		return p.sessions.Retry.Do(ctx, session.InTx(db), func(ctx context.Context) error {
 			res := session.Primary(db, p.cfg.Table).WithContext(ctx).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
 			removed += res.RowsAffected
 			return res.Error
 		})
-		if err != nil {
-			return removed, err
-		}
-		if len(rows) < batch {
-			return removed, nil
-		}
-		last = &rows[len(rows)-1]
-	}
+	})
+	return removed, err
 }
 
 // maintainBuckets is a Runner pass's bucket work.

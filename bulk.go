@@ -13,6 +13,8 @@ import (
 
 	"github.com/slotted-go/slotted/internal/dialect"
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // ErrDeltaOverflow: deltas summed for one counter (the same counter named twice
@@ -251,7 +253,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	// A bucketed counter: the totals and the current bucket's rows, a second
 	// INSERT … SELECT of the same records in the same transaction (total
 	// rows first, the key order every write locks in).
-	types := [2]string{c.recordType, bucketType(c.recordType, c.bucket.of(p.cfg.Now()).label)}
+	types := [2]string{c.recordType, bucketing.Type(c.recordType, c.bucket.Of(p.cfg.Now()).Label)}
 	both := func(pool gorm.ConnPool, ctx context.Context) error {
 		for _, t := range types {
 			if err := exec(pool, ctx, t); err != nil {

@@ -7,6 +7,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/keyset"
 )
 
 // CompactOptions configures CompactAll. The zero value compacts every counter
@@ -79,33 +81,38 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 			return prog, err
 		}
 	}
-	ctx := session.Context(db)
-	after := opts.After
+	var start []any
+	if opts.After != (Ref{}) {
+		start = []any{opts.After.Type, opts.After.ID}
+	}
+	read := func(after []any) ([]Ref, int, []any, error) {
+		var from Ref
+		if after != nil {
+			from = Ref{Type: after[0].(string), ID: after[1].(string)}
+		}
+		refs, err := p.crowded(db, opts.RecordType, from, opts.MinRows, opts.BatchSize)
+		if err != nil || len(refs) == 0 {
+			return nil, 0, nil, err
+		}
+		last := refs[len(refs)-1]
+		return refs, len(refs), []any{last.Type, last.ID}, nil
+	}
 	var skipErr error // the first skipped counter's conflict
-	for {
-		if err := ctx.Err(); err != nil {
-			return prog, err
-		}
-		refs, err := p.crowded(db, opts.RecordType, after, opts.MinRows, opts.BatchSize)
-		if err != nil {
-			return prog, err
-		}
-		if len(refs) == 0 {
-			return prog, skippedError(prog.Skipped, skipErr)
-		}
+	err = keyset.Walk(session.Context(db), opts.BatchSize, start, read, func(refs []Ref, _ []any) error {
 		if err := p.compactBatch(db, refs, &prog, &skipErr); err != nil {
-			return prog, err
+			return err
 		}
-		after = refs[len(refs)-1]
 		prog.Counters += len(refs)
-		prog.Last = after
+		prog.Last = refs[len(refs)-1]
 		if opts.Progress != nil {
 			opts.Progress(prog)
 		}
-		if len(refs) < opts.BatchSize {
-			return prog, skippedError(prog.Skipped, skipErr)
-		}
+		return nil
+	})
+	if err != nil {
+		return prog, err
 	}
+	return prog, skippedError(prog.Skipped, skipErr)
 }
 
 // compactBatch compacts refs in one transaction or, when that keeps failing
@@ -160,17 +167,14 @@ func (p *Plugin) crowded(db *gorm.DB, recordType string, after Ref, minRows, lim
 		if after.Type == recordType {
 			q = q.Where(clause.Gt{Column: rid, Value: after.ID})
 		}
-	case after != Ref{} && p.dialect.RowCompare:
+	case after != Ref{}:
 		// A row comparison is one index condition on PostgreSQL, so the scan
 		// streams from the resume point instead of aggregating the whole rest.
-		q = q.Where(clause.Expr{SQL: "(?, ?) > (?, ?)", Vars: []any{rt, rid, after.Type, after.ID}})
-	case after != Ref{}:
-		q = q.Where(clause.Or(clause.Gt{Column: rt, Value: after.Type},
-			clause.And(clause.Eq{Column: rt, Value: after.Type}, clause.Gt{Column: rid, Value: after.ID})))
+		q = q.Where(keyset.After([]clause.Column{rt, rid}, []any{after.Type, after.ID}, p.dialect.RowCompare))
 	}
 	var refs []Ref
 	rows, err := q.Group("record_type").Group("record_id").Having("COUNT(*) > ?", minRows).
-		Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: rt}, {Column: rid}}}).Limit(limit).Rows()
+		Order(keyset.Order([]clause.Column{rt, rid})).Limit(limit).Rows()
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // Dashboards: the series of many records in one statement, and windows in
@@ -125,7 +127,7 @@ func noNilElems(v reflect.Value) error {
 
 // seriesOf reads counter c's buckets for the records ids: one GROUP BY
 // record_type, record_id per chunk of windowCells cells.
-func (p *Plugin) seriesOf(db *gorm.DB, c *counter, buckets []bucket, ids []string) (map[string][]Bucket, error) {
+func (p *Plugin) seriesOf(db *gorm.DB, c *counter, buckets []bucketing.Bucket, ids []string) (map[string][]Bucket, error) {
 	types := bucketTypes(c, buckets)
 	cells := make(map[[2]string]int64, len(types))
 	for tchunk := range slices.Chunk(types, typeChunk) {
@@ -139,7 +141,7 @@ func (p *Plugin) seriesOf(db *gorm.DB, c *counter, buckets []bucket, ids []strin
 	for _, id := range ids {
 		s := make([]Bucket, len(buckets))
 		for i, b := range buckets {
-			s[i] = Bucket{Start: b.start, End: b.end, Count: cells[[2]string{types[i], id}]}
+			s[i] = Bucket{Start: b.Start, End: b.End, Count: cells[[2]string{types[i], id}]}
 		}
 		out[id] = s
 	}

@@ -6,6 +6,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/slotted-go/slotted/internal/keyset"
 	"github.com/slotted-go/slotted/internal/session"
 )
 
@@ -18,34 +19,29 @@ import (
 //
 //	SELECT id FROM posts [WHERE <scope>] AND posts.id > ? ORDER BY posts.id LIMIT 500
 func keysetPages(db *gorm.DB, m *modelMeta, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
-	ctx := session.Context(db)
-	pk := clause.Column{Table: clause.CurrentTable, Name: m.key.column}
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	pk := []clause.Column{{Table: clause.CurrentTable, Name: m.key.column}}
+	var start []any
+	if after != nil {
+		start = []any{after}
+	}
+	read := func(after []any) (reflect.Value, int, []any, error) {
 		page := reflect.New(reflect.SliceOf(m.typ))
 		q := WithoutFill(session.Primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column).
-			Order(clause.OrderByColumn{Column: pk}).Limit(size)
+			Order(keyset.Order(pk)).Limit(size)
 		if scope != nil {
 			q = scope(q)
 		}
 		if after != nil {
-			q = q.Where(clause.Gt{Column: pk, Value: after})
+			q = q.Where(keyset.After(pk, after, false))
 		}
 		if err := q.Find(page.Interface()).Error; err != nil {
-			return err
+			return page, 0, nil, err
 		}
 		n := page.Elem().Len()
 		if n == 0 {
-			return nil
+			return page, 0, nil, nil
 		}
-		after = m.key.value(page.Elem().Index(n - 1))
-		if err := visit(page.Elem(), after); err != nil {
-			return err
-		}
-		if n < size {
-			return nil
-		}
+		return page.Elem(), n, []any{m.key.value(page.Elem().Index(n - 1))}, nil
 	}
+	return keyset.Walk(session.Context(db), size, start, read, func(page reflect.Value, last []any) error { return visit(page, last[0]) })
 }

@@ -12,6 +12,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // Sorted listings: a page of records ordered by a counter, read in two
@@ -137,17 +139,17 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 	}
 	r := ranking{m: m, c: c, limit: opts.Limit, offset: opts.Offset, after: opts.After, asc: opts.Ascending, read: read}
 	fp := fmt.Sprintf("list|%s|%s|%t", c.recordType, read, opts.Ascending)
-	var buckets []bucket
+	var buckets []bucketing.Bucket
 	switch {
 	case windowed:
 		if c.bucket == nil {
 			return nil, notBucketed(c)
 		}
-		if buckets, err = c.bucket.between(opts.From, opts.To); err != nil {
+		if buckets, err = c.bucket.Between(opts.From, opts.To); err != nil {
 			return nil, err
 		}
 		if len(buckets) > 0 {
-			fp += "|" + buckets[0].label + "|" + buckets[len(buckets)-1].label
+			fp += "|" + buckets[0].Label + "|" + buckets[len(buckets)-1].Label
 		}
 		r.sub = p.totals(db, anys(bucketTypes(c, buckets)))
 	case read == ReadExact:

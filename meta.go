@@ -6,6 +6,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // modelMeta is what the plugin knows about one model type. It is built once
@@ -33,7 +35,7 @@ type counter struct {
 	cache      string // column of the parent table RollUp writes the total to, or ""
 	cacheIndex []int  // that column's struct field
 
-	bucket *bucketing // the buckets: option (bucket.go), or nil
+	bucket *bucketing.Scheme // the buckets: option (bucket.go), or nil
 }
 
 // modelResult caches a failed build too: a model's tags do not change at run time.
@@ -252,7 +254,7 @@ func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, ta
 	if c.slots == 0 {
 		c.slots = p.cfg.Slots
 	}
-	if c.bucket, err = p.buildBucketing(o.bucketTag, c.recordType); err != nil {
+	if c.bucket, err = bucketing.New(o.Tag, c.recordType, p.cfg.Location); err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", s.Name, f.Name, err)
 	}
 	if o.cache != "" {

@@ -162,7 +162,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 		if c.bucket == nil {
 			return db, "", notBucketed(c)
 		}
-		buckets, err := c.bucket.between(w.from, w.to)
+		buckets, err := c.bucket.Between(w.from, w.to)
 		if err != nil {
 			return db, "", err
 		}

@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/keyset"
 )
 
 // pruneBatch bounds the keys one DELETE of pruneKeys removes.
@@ -29,24 +31,23 @@ const pruneBatch = 1000
 func (p *Plugin) pruneKeys(ctx context.Context, db *gorm.DB, now time.Time) (pruned int64, err error) {
 	now = now.UTC()
 	expired := clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}
-	for ctx.Err() == nil {
+	// The walk's cursor is the delete itself: each page is read from the
+	// start of what is still expired, so the key to resume after is unused.
+	read := func([]any) ([]onceRow, int, []any, error) {
 		var keys []onceRow
 		err := session.Primary(db, p.cfg.OnceTable).Table(p.cfg.OnceTable).Select("record_type", "record_id", "op_key").
 			Where(expired).Order(clause.OrderByColumn{Column: clause.Column{Name: "expires_at"}}).Limit(pruneBatch).Find(&keys).Error
-		if err != nil || len(keys) == 0 {
-			return pruned, err
-		}
+		return keys, len(keys), nil, err
+	}
+	err = keyset.Walk(ctx, pruneBatch, nil, read, func(keys []onceRow, _ []any) error {
 		slices.SortFunc(keys, compareOnce) // delete in key order, as one transaction locks its keys
-		err = p.sessions.Retry.Do(ctx, session.InTx(db), func(ctx context.Context) error {
+		return p.sessions.Retry.Do(ctx, session.InTx(db), func(ctx context.Context) error {
 			res := session.Primary(db, p.cfg.OnceTable).WithContext(ctx).Table(p.cfg.OnceTable).Where(expired).Where(keysCondition(keys)).Delete(&onceRow{})
 			pruned += res.RowsAffected
 			return res.Error
 		})
-		if err != nil || len(keys) < pruneBatch {
-			return pruned, err
-		}
-	}
-	return pruned, ctx.Err()
+	})
+	return pruned, err
 }
 
 func compareOnce(a, b onceRow) int {

@@ -6,6 +6,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/slotted-go/slotted/internal/keyset"
 	"github.com/slotted-go/slotted/internal/session"
 )
 
@@ -49,47 +50,39 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 		return prog, err
 	}
 	types := recordTypes(m.counters)
-	rid := clause.Column{Name: "record_id"}
-	after := ""
+	rid := []clause.Column{{Name: "record_id"}}
 	// Its reads decide a delete: the ids and their parents are read on the
 	// primary, never on replicas at different lag (a replica behind the other
 	// would make live counters look orphaned).
 	counters, parents := session.Primary(db, p.cfg.Table), session.Primary(db, m.table)
-	for {
-		if err := session.Context(db).Err(); err != nil {
-			return prog, err
-		}
+	read := func(after []any) ([]string, int, []any, error) {
 		var ids []string
 		q := counters.Table(p.cfg.Table).Distinct("record_id").
 			Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
-			Order(clause.OrderByColumn{Column: rid}).Limit(opts.BatchSize)
-		if after != "" {
-			q = q.Where(clause.Gt{Column: rid, Value: after})
+			Order(keyset.Order(rid)).Limit(opts.BatchSize)
+		if after != nil {
+			q = q.Where(keyset.After(rid, after, false))
 		}
-		if err := q.Pluck("record_id", &ids).Error; err != nil {
-			return prog, err
+		if err := q.Pluck("record_id", &ids).Error; err != nil || len(ids) == 0 {
+			return nil, 0, nil, err
 		}
-		if len(ids) == 0 {
-			return prog, nil
-		}
-		after = ids[len(ids)-1]
+		return ids, len(ids), []any{ids[len(ids)-1]}, nil
+	}
+	err = keyset.Walk(session.Context(db), opts.BatchSize, nil, read, func(ids []string, _ []any) error {
 		orphans, err := p.orphans(parents, m, ids)
 		if err != nil {
-			return prog, err
+			return err
 		}
 		prog.Checked += len(ids)
 		prog.Orphans += len(orphans)
 		if len(orphans) > 0 {
 			removed, err := p.deleteRows(counters, types, orphans)
 			prog.Rows += removed
-			if err != nil {
-				return prog, err
-			}
+			return err
 		}
-		if len(ids) < opts.BatchSize {
-			return prog, nil
-		}
-	}
+		return nil
+	})
+	return prog, err
 }
 
 // orphans returns the ids among ids that have no row in the model's table;

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // tagOptions is a parsed `slotted:"..."` struct tag:
@@ -21,11 +23,11 @@ import (
 //
 // Options are separated by ';' and written key:value, as in gorm tags.
 type tagOptions struct {
-	name       string
-	recordType string
-	slots      int
-	cache      string
-	bucketTag  // buckets:, tz:, keep: (bucket.go)
+	name          string
+	recordType    string
+	slots         int
+	cache         string
+	bucketing.Tag // buckets:, tz:, keep: (internal/bucketing)
 }
 
 func parseTag(tag string) (tagOptions, error) {
@@ -59,7 +61,7 @@ func parseTag(tag string) (tagOptions, error) {
 		case "cache":
 			o.cache = value
 		case "buckets", "tz", "keep":
-			if err := o.parseBucketOption(tag, key, value); err != nil {
+			if err := o.Tag.Parse(tag, key, value); err != nil {
 				return o, err
 			}
 		default:

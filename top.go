@@ -113,7 +113,7 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 		if c.bucket == nil {
 			return nil, notBucketed(c)
 		}
-		buckets, err := c.bucket.between(w.from, w.to)
+		buckets, err := c.bucket.Between(w.from, w.to)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // MaxTrendBuckets bounds TrendOptions.Buckets: each bucket is one branch of
@@ -96,13 +98,13 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	case at.IsZero():
 		at = p.cfg.Now()
 	}
-	now := c.bucket.of(at)
+	now := c.bucket.Of(at)
 	if cur == nil { // later pages keep their anchor, even as retention moves past it
-		if err := c.bucket.retained([]bucket{c.bucket.back(now, opts.Buckets-1)}, p.cfg.Now()); err != nil {
+		if err := c.bucket.Retained([]bucketing.Bucket{c.bucket.Back(now, opts.Buckets-1)}, p.cfg.Now()); err != nil {
 			return nil, err
 		}
 	}
-	r.anchor = now.start.UnixNano()
+	r.anchor = now.Start.UnixNano()
 	types, weights := trendWeights(c, now, opts.Buckets, opts.HalfLife)
 	r.sub = p.scores(db, types, weights)
 	page, err := rank(p, db, model, &r)
@@ -117,13 +119,13 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	if len(page.Items) == 0 {
 		return page, nil
 	}
-	oldest := c.bucket.back(now, opts.Buckets-1)
-	return page, LoadBetween(db, &page.Items, oldest.start, now.end, counter)
+	oldest := c.bucket.Back(now, opts.Buckets-1)
+	return page, LoadBetween(db, &page.Items, oldest.Start, now.End, counter)
 }
 
 // trendWeights lists the window's bucket record_types, newest first, and
 // their integer weights; it stops at the first weight that rounds to 0.
-func trendWeights(c *counter, now bucket, n int, halfLife float64) ([]string, []int64) {
+func trendWeights(c *counter, now bucketing.Bucket, n int, halfLife float64) ([]string, []int64) {
 	var (
 		types   []string
 		weights []int64
@@ -134,8 +136,8 @@ func trendWeights(c *counter, now bucket, n int, halfLife float64) ([]string, []
 		if w == 0 {
 			break
 		}
-		types, weights = append(types, bucketType(c.recordType, b.label)), append(weights, w)
-		b = c.bucket.back(b, 1)
+		types, weights = append(types, bucketing.Type(c.recordType, b.Label)), append(weights, w)
+		b = c.bucket.Back(b, 1)
 	}
 	return types, weights
 }

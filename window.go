@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // Windowed reads of bucketed counters: the buckets overlapping [from, to)
@@ -80,7 +82,7 @@ func LoadBetween(db *gorm.DB, models any, from, to time.Time, counters ...string
 }
 
 // window resolves a windowed read of one record's counter.
-func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin, c *counter, id string, buckets []bucket, err error) {
+func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin, c *counter, id string, buckets []bucketing.Bucket, err error) {
 	if p, err = pluginOf(db); err != nil {
 		return
 	}
@@ -99,11 +101,11 @@ func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin
 // (between) and the Window form (Window.of) of every windowed read. Only the
 // Window form reads the clock (Config.Now, the user's function: called only
 // when a window needs it, once per call).
-type windowOf func(c *counter, now func() time.Time) ([]bucket, error)
+type windowOf func(c *counter, now func() time.Time) ([]bucketing.Bucket, error)
 
 // between is the instant form: the buckets overlapping [from, to).
 func between(from, to time.Time) windowOf {
-	return func(c *counter, _ func() time.Time) ([]bucket, error) { return c.bucket.between(from, to) }
+	return func(c *counter, _ func() time.Time) ([]bucketing.Bucket, error) { return c.bucket.Between(from, to) }
 }
 
 // countWindow is CountBetween and CountIn: one record's counter over a window
@@ -133,7 +135,7 @@ func seriesWindow(db *gorm.DB, model any, counter string, resolve windowOf) ([]B
 	}
 	out := make([]Bucket, len(buckets))
 	for i, b := range buckets {
-		out[i] = Bucket{Start: b.start, End: b.end, Count: totals[types[i]]}
+		out[i] = Bucket{Start: b.Start, End: b.End, Count: totals[types[i]]}
 	}
 	return out, nil
 }
@@ -154,7 +156,7 @@ func loadWindow(db *gorm.DB, models any, counters []string, resolve windowOf) er
 		return err
 	}
 	now := sync.OnceValue(p.cfg.Now) // one reading for all the counters
-	windows := make([][]bucket, len(selected))
+	windows := make([][]bucketing.Bucket, len(selected))
 	for i, c := range selected {
 		if windows[i], err = resolve(c, now); err != nil {
 			return err
@@ -209,10 +211,10 @@ func (m *modelMeta) bucketed(names []string) ([]*counter, error) {
 }
 
 // bucketTypes returns the record_types of counter c's buckets.
-func bucketTypes(c *counter, buckets []bucket) []string {
+func bucketTypes(c *counter, buckets []bucketing.Bucket) []string {
 	types := make([]string, len(buckets))
 	for i, b := range buckets {
-		types[i] = bucketType(c.recordType, b.label)
+		types[i] = bucketing.Type(c.recordType, b.Label)
 	}
 	return types
 }

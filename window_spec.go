@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 // Windows stated in buckets. CountBetween(from, to) takes every bucket that
@@ -18,10 +21,15 @@ import (
 // LastHours on a day counter, or ThisWeek on a month counter, returns
 // ErrInvalidArgument rather than a count of some other period.
 
+// MaxWindowBuckets bounds the buckets one windowed read covers (CountBetween,
+// Series, LoadBetween, TopBetween, OrderByBetween): 10,000 is over a year of
+// hours or 27 years of days. A longer window returns ErrInvalidArgument.
+const MaxWindowBuckets = bucketing.MaxWindowBuckets
+
 // ErrPastRetention: a window starts before the oldest bucket a counter with the keep:N tag option keeps
 // (the N most recent, the current one included). MaintainBuckets deletes older buckets, so their count
 // would read 0, or a part of what was written, depending on when it last ran. It wraps ErrInvalidArgument.
-var ErrPastRetention = fmt.Errorf("%w: the window reaches past the counter's keep: retention", ErrInvalidArgument)
+var ErrPastRetention = errs.ErrPastRetention
 
 type windowKind uint8
 
@@ -117,90 +125,48 @@ func ParseWindow(s string) (Window, error) {
 }
 
 // of is w as a windowOf (window.go): its buckets for counter c at now.
-func (w Window) of(c *counter, now func() time.Time) ([]bucket, error) {
+func (w Window) of(c *counter, now func() time.Time) ([]bucketing.Bucket, error) {
 	return w.buckets(c.bucket, now())
 }
 
 // buckets resolves the window for a counter at now: its buckets, oldest
 // first, or ErrInvalidArgument when they are not whole buckets of the
 // counter, or ErrPastRetention.
-func (w Window) buckets(b *bucketing, now time.Time) ([]bucket, error) {
+func (w Window) buckets(b *bucketing.Scheme, now time.Time) ([]bucketing.Bucket, error) {
 	if w.kind == 0 {
 		return nil, fmt.Errorf("%w: the zero Window", ErrInvalidArgument)
 	}
 	if w.n < 1 || w.n > MaxWindowBuckets {
 		return nil, fmt.Errorf("%w: window %s: n must be 1..%d", ErrInvalidArgument, w, MaxWindowBuckets)
 	}
-	y, m, d := now.In(b.loc).Date()
+	y, m, d := now.In(b.Loc).Date()
 	var from, to time.Time
 	switch w.kind {
 	case winToday:
-		from, to = dayStart(y, m, d, b.loc), dayStart(y, m, d+1, b.loc)
+		from, to = bucketing.DayStart(y, m, d, b.Loc), bucketing.DayStart(y, m, d+1, b.Loc)
 	case winDays:
-		from, to = dayStart(y, m, d-w.n+1, b.loc), dayStart(y, m, d+1, b.loc)
+		from, to = bucketing.DayStart(y, m, d-w.n+1, b.Loc), bucketing.DayStart(y, m, d+1, b.Loc)
 	case winWeek:
-		wk := weekOf(now, b.loc)
-		from, to = wk.start, wk.end
+		wk := bucketing.WeekOf(now, b.Loc)
+		from, to = wk.Start, wk.End
 	case winMonth:
-		from, to = dayStart(y, m, 1, b.loc), dayStart(y, m+1, 1, b.loc)
+		from, to = bucketing.DayStart(y, m, 1, b.Loc), bucketing.DayStart(y, m+1, 1, b.Loc)
 	case winHours, winBuckets:
 		unit := b
 		if w.kind == winHours {
-			unit = &bucketing{unit: hourly, loc: b.loc}
+			unit = &bucketing.Scheme{Unit: bucketing.Hourly, Loc: b.Loc}
 		}
-		cur := unit.of(now)
-		from, to = unit.back(cur, w.n-1).start, cur.end
+		cur := unit.Of(now)
+		from, to = unit.Back(cur, w.n-1).Start, cur.End
 	}
-	if b.of(from).start.Compare(from) != 0 || b.of(to).start.Compare(to) != 0 {
-		return nil, fmt.Errorf("%w: window %s is not made of whole %s buckets", ErrInvalidArgument, w, b.unit)
+	if b.Of(from).Start.Compare(from) != 0 || b.Of(to).Start.Compare(to) != 0 {
+		return nil, fmt.Errorf("%w: window %s is not made of whole %s buckets", ErrInvalidArgument, w, b.Unit)
 	}
-	out, err := b.between(from, to)
+	out, err := b.Between(from, to)
 	if err != nil {
 		return nil, err
 	}
-	return out, b.retained(out, now)
-}
-
-// retained refuses a window that starts before the oldest bucket keep:
-// keeps at now.
-func (b *bucketing) retained(window []bucket, now time.Time) error {
-	if b.keep == 0 || len(window) == 0 {
-		return nil
-	}
-	oldest := b.back(b.of(now), b.keep-1)
-	if window[0].start.Before(oldest.start) {
-		return fmt.Errorf("%w: the window starts at %s, the oldest of the %d %s buckets kept at %s",
-			ErrPastRetention, window[0].start, b.keep, b.unit, oldest.start)
-	}
-	return nil
-}
-
-// weekOf returns the ISO week holding t in loc: Monday's midnight to the next
-// Monday's, labelled by its ISO year and number ("2026-W01" may begin on
-// 2025-12-29), so labels sort chronologically as bytes.
-func weekOf(t time.Time, loc *time.Location) bucket {
-	lt := t.In(loc)
-	y, m, d := lt.Date()
-	monday := d - (int(lt.Weekday())+6)%7
-	iy, iw := lt.ISOWeek()
-	return bucket{label: fmt.Sprintf("%04d-W%02d", iy, iw), start: dayStart(y, m, monday, loc), end: dayStart(y, m, monday+7, loc)}
-}
-
-// validWeek reports whether label is an ISO week label weekOf writes.
-func validWeek(label string) bool {
-	ys, ws, ok := strings.Cut(label, "-W")
-	if !ok || len(ys) != 4 || len(ws) != 2 {
-		return false
-	}
-	y, err1 := strconv.Atoi(ys)
-	w, err2 := strconv.Atoi(ws)
-	if err1 != nil || err2 != nil || w < 1 || w > 53 {
-		return false
-	}
-	// January 4th is always in week 1; that week's Monday plus w-1 weeks.
-	jan4 := time.Date(y, time.January, 4, 12, 0, 0, 0, time.UTC)
-	t := jan4.AddDate(0, 0, 7*(w-1)-(int(jan4.Weekday())+6)%7)
-	return weekOf(t, time.UTC).label == label
+	return out, b.Retained(out, now)
 }
 
 // CountIn returns a bucketed counter's total over window w, read at
@@ -237,7 +203,7 @@ func SeriesIn(db *gorm.DB, model any, counter string, w Window) ([]Bucket, error
 //	slotted.LoadIn(db, &posts, slotted.ThisWeek(), "views")
 func LoadIn(db *gorm.DB, models any, w Window, counters ...string) error {
 	// A Window's error names the counter: several may be loaded at once.
-	return loadWindow(db, models, counters, func(c *counter, now func() time.Time) ([]bucket, error) {
+	return loadWindow(db, models, counters, func(c *counter, now func() time.Time) ([]bucketing.Bucket, error) {
 		buckets, err := w.of(c, now)
 		if err != nil {
 			return nil, fmt.Errorf("counter %q: %w", c.name, err)

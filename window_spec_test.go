@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // civil is a local date as a day number, for brute-force date arithmetic.
@@ -19,38 +21,38 @@ func civil(t time.Time, loc *time.Location) int {
 func TestWindowsAgainstBruteForce(t *testing.T) {
 	type spec struct {
 		w    Window
-		unit unit
+		unit bucketing.Unit
 		in   func(at, now time.Time, loc *time.Location) bool
 	}
 	specs := []spec{
-		{Today(), daily, func(at, now time.Time, loc *time.Location) bool { return civil(at, loc) == civil(now, loc) }},
-		{Today(), hourly, func(at, now time.Time, loc *time.Location) bool { return civil(at, loc) == civil(now, loc) }},
-		{LastDays(7), daily, func(at, now time.Time, loc *time.Location) bool {
+		{Today(), bucketing.Daily, func(at, now time.Time, loc *time.Location) bool { return civil(at, loc) == civil(now, loc) }},
+		{Today(), bucketing.Hourly, func(at, now time.Time, loc *time.Location) bool { return civil(at, loc) == civil(now, loc) }},
+		{LastDays(7), bucketing.Daily, func(at, now time.Time, loc *time.Location) bool {
 			d := civil(now, loc) - civil(at, loc)
 			return d >= 0 && d < 7
 		}},
-		{LastDays(2), hourly, func(at, now time.Time, loc *time.Location) bool {
+		{LastDays(2), bucketing.Hourly, func(at, now time.Time, loc *time.Location) bool {
 			d := civil(now, loc) - civil(at, loc)
 			return d >= 0 && d < 2
 		}},
-		{ThisWeek(), daily, func(at, now time.Time, loc *time.Location) bool {
+		{ThisWeek(), bucketing.Daily, func(at, now time.Time, loc *time.Location) bool {
 			ay, aw := at.In(loc).ISOWeek()
 			ny, nw := now.In(loc).ISOWeek()
 			return ay == ny && aw == nw
 		}},
-		{ThisWeek(), weekly, func(at, now time.Time, loc *time.Location) bool {
+		{ThisWeek(), bucketing.Weekly, func(at, now time.Time, loc *time.Location) bool {
 			ay, aw := at.In(loc).ISOWeek()
 			ny, nw := now.In(loc).ISOWeek()
 			return ay == ny && aw == nw
 		}},
-		{ThisMonth(), daily, func(at, now time.Time, loc *time.Location) bool {
+		{ThisMonth(), bucketing.Daily, func(at, now time.Time, loc *time.Location) bool {
 			return at.In(loc).Month() == now.In(loc).Month() && at.In(loc).Year() == now.In(loc).Year()
 		}},
-		{LastHours(5), hourly, func(at, now time.Time, _ *time.Location) bool {
+		{LastHours(5), bucketing.Hourly, func(at, now time.Time, _ *time.Location) bool {
 			cur := now.Truncate(time.Hour) // whole-hour offsets only (the zones below)
 			return !at.Before(cur.Add(-4*time.Hour)) && at.Before(cur.Add(time.Hour))
 		}},
-		{LastBuckets(3), weekly, func(at, now time.Time, loc *time.Location) bool {
+		{LastBuckets(3), bucketing.Weekly, func(at, now time.Time, loc *time.Location) bool {
 			mon := func(t time.Time) int { return civil(t, loc) - (int(t.In(loc).Weekday())+6)%7 }
 			d := mon(now) - mon(at)
 			return d >= 0 && d < 21
@@ -70,18 +72,18 @@ func TestWindowsAgainstBruteForce(t *testing.T) {
 			}
 		}
 		for _, s := range specs {
-			b := &bucketing{unit: s.unit, loc: loc}
+			b := &bucketing.Scheme{Unit: s.unit, Loc: loc}
 			for _, now := range nows {
 				got, err := s.w.buckets(b, now)
 				if err != nil {
 					t.Fatalf("%s %s of %s at %s: %v", zone, s.w, s.unit, now, err)
 				}
 				for i := 1; i < len(got); i++ {
-					if !got[i].start.Equal(got[i-1].end) {
-						t.Fatalf("%s %s at %s: bucket %d starts at %s, the previous ends at %s", zone, s.w, now, i, got[i].start, got[i-1].end)
+					if !got[i].Start.Equal(got[i-1].End) {
+						t.Fatalf("%s %s at %s: bucket %d starts at %s, the previous ends at %s", zone, s.w, now, i, got[i].Start, got[i-1].End)
 					}
 				}
-				from, to := got[0].start, got[len(got)-1].end
+				from, to := got[0].Start, got[len(got)-1].End
 				for at := from.Add(-50 * time.Hour); at.Before(to.Add(50 * time.Hour)); at = at.Add(5 * time.Minute) {
 					if want, have := s.in(at, now, loc), !at.Before(from) && at.Before(to); want != have {
 						t.Fatalf("%s %s of %s at %s: %s in the window: %v, want %v (window %s..%s)", zone, s.w, s.unit, now, at, have, want, from, to)
@@ -95,17 +97,17 @@ func TestWindowsAgainstBruteForce(t *testing.T) {
 
 func TestWindowRefusals(t *testing.T) {
 	now := time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC)
-	day := &bucketing{unit: daily, loc: time.UTC}
-	month := &bucketing{unit: monthly, loc: time.UTC}
+	day := &bucketing.Scheme{Unit: bucketing.Daily, Loc: time.UTC}
+	month := &bucketing.Scheme{Unit: bucketing.Monthly, Loc: time.UTC}
 	for _, c := range []struct {
 		w Window
-		b *bucketing
+		b *bucketing.Scheme
 	}{{LastHours(3), day}, {ThisWeek(), month}, {Today(), month}, {Window{}, day}, {LastDays(0), day}, {LastDays(MaxWindowBuckets + 1), day}} {
 		if _, err := c.w.buckets(c.b, now); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("%s on %s buckets: %v, want ErrInvalidArgument", c.w, c.b.unit, err)
+			t.Errorf("%s on %s buckets: %v, want ErrInvalidArgument", c.w, c.b.Unit, err)
 		}
 	}
-	kept := &bucketing{unit: daily, loc: time.UTC, keep: 3}
+	kept := &bucketing.Scheme{Unit: bucketing.Daily, Loc: time.UTC, Keep: 3}
 	if _, err := LastDays(3).buckets(kept, now); err != nil {
 		t.Errorf("LastDays(3) with keep:3: %v", err)
 	}
@@ -122,20 +124,5 @@ func TestWindowRefusals(t *testing.T) {
 		if _, err := ParseWindow(s); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("ParseWindow(%q): %v", s, err)
 		}
-	}
-}
-
-func TestWeekLabels(t *testing.T) {
-	for _, c := range []struct {
-		label string
-		ok    bool
-	}{{"2026-W01", true}, {"2026-W53", true}, {"2027-W53", false}, {"2026-W00", false}, {"2026-W1", false}, {"2026-11", false}} {
-		if got := validWeek(c.label); got != c.ok {
-			t.Errorf("validWeek(%q) = %v", c.label, got)
-		}
-	}
-	// 2026-W01 begins on Monday 2025-12-29.
-	if w := weekOf(time.Date(2025, 12, 29, 0, 0, 0, 0, time.UTC), time.UTC); w.label != "2026-W01" {
-		t.Errorf("2025-12-29 is in %s", w.label)
 	}
 }

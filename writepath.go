@@ -6,6 +6,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
 // One write path. Every write becomes row deltas (batchRow): a counter's
@@ -27,7 +29,7 @@ import (
 func rowsOf(dst []batchRow, c *counter, id string, delta int64, at time.Time) []batchRow {
 	dst = append(dst, batchRow{ref: Ref{Type: c.recordType, ID: id}, slots: c.slots, delta: delta})
 	if c.bucket != nil {
-		dst = append(dst, batchRow{ref: Ref{Type: bucketType(c.recordType, c.bucket.of(at).label), ID: id}, slots: c.slots, delta: delta})
+		dst = append(dst, batchRow{ref: Ref{Type: bucketing.Type(c.recordType, c.bucket.Of(at).Label), ID: id}, slots: c.slots, delta: delta})
 	}
 	return dst
 }

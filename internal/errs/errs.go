@@ -4,7 +4,10 @@
 // Their documentation is on the root's names, in errors.go.
 package errs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	ErrNotRegistered     = errors.New("slotted: plugin not registered on this *gorm.DB")
@@ -23,3 +26,6 @@ const MaxKeyLen = 128
 
 // ErrDryRun is slotted.ErrDryRun.
 var ErrDryRun = errors.New("slotted: the DB is in DryRun mode; counters are neither written nor read")
+
+// ErrPastRetention is slotted.ErrPastRetention.
+var ErrPastRetention = fmt.Errorf("%w: the window reaches past the counter's keep: retention", ErrInvalidArgument)
