@@ -40,7 +40,7 @@ func SeriesMany(db *gorm.DB, models any, counter string, w Window) ([][]Bucket, 
 		return nil, err
 	}
 	c := cs[0]
-	buckets, err := w.buckets(c.bucket, p.cfg.Now())
+	buckets, err := w.Buckets(c.bucket, p.cfg.Now())
 	if err != nil {
 		return nil, err
 	}

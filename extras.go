@@ -130,7 +130,7 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *modelMeta, v reflect.Value, key stri
 				}
 			})
 		case extraWindow:
-			buckets, err := e.w.buckets(e.c.bucket, now)
+			buckets, err := e.w.Buckets(e.c.bucket, now)
 			if err != nil {
 				return fmt.Errorf("field %s: %w", e.name, err)
 			}
@@ -144,7 +144,7 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *modelMeta, v reflect.Value, key stri
 				}
 			})
 		case extraSeries:
-			buckets, err := e.w.buckets(e.c.bucket, now)
+			buckets, err := e.w.Buckets(e.c.bucket, now)
 			if err != nil {
 				return fmt.Errorf("field %s: %w", e.name, err)
 			}

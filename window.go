@@ -98,7 +98,7 @@ func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin
 }
 
 // windowOf names a window's buckets for a bucketed counter: the instant form
-// (between) and the Window form (Window.of) of every windowed read. Only the
+// (between) and the Window form (windowIn) of every windowed read. Only the
 // Window form reads the clock (Config.Now, the user's function: called only
 // when a window needs it, once per call).
 type windowOf func(c *counter, now func() time.Time) ([]bucketing.Bucket, error)

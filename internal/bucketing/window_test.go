@@ -1,11 +1,11 @@
-package slotted
+package bucketing
 
 import (
 	"errors"
 	"testing"
 	"time"
 
-	"github.com/slotted-go/slotted/internal/bucketing"
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 // civil is a local date as a day number, for brute-force date arithmetic.
@@ -21,38 +21,38 @@ func civil(t time.Time, loc *time.Location) int {
 func TestWindowsAgainstBruteForce(t *testing.T) {
 	type spec struct {
 		w    Window
-		unit bucketing.Unit
+		unit Unit
 		in   func(at, now time.Time, loc *time.Location) bool
 	}
 	specs := []spec{
-		{Today(), bucketing.Daily, func(at, now time.Time, loc *time.Location) bool { return civil(at, loc) == civil(now, loc) }},
-		{Today(), bucketing.Hourly, func(at, now time.Time, loc *time.Location) bool { return civil(at, loc) == civil(now, loc) }},
-		{LastDays(7), bucketing.Daily, func(at, now time.Time, loc *time.Location) bool {
+		{Today(), Daily, func(at, now time.Time, loc *time.Location) bool { return civil(at, loc) == civil(now, loc) }},
+		{Today(), Hourly, func(at, now time.Time, loc *time.Location) bool { return civil(at, loc) == civil(now, loc) }},
+		{LastDays(7), Daily, func(at, now time.Time, loc *time.Location) bool {
 			d := civil(now, loc) - civil(at, loc)
 			return d >= 0 && d < 7
 		}},
-		{LastDays(2), bucketing.Hourly, func(at, now time.Time, loc *time.Location) bool {
+		{LastDays(2), Hourly, func(at, now time.Time, loc *time.Location) bool {
 			d := civil(now, loc) - civil(at, loc)
 			return d >= 0 && d < 2
 		}},
-		{ThisWeek(), bucketing.Daily, func(at, now time.Time, loc *time.Location) bool {
+		{ThisWeek(), Daily, func(at, now time.Time, loc *time.Location) bool {
 			ay, aw := at.In(loc).ISOWeek()
 			ny, nw := now.In(loc).ISOWeek()
 			return ay == ny && aw == nw
 		}},
-		{ThisWeek(), bucketing.Weekly, func(at, now time.Time, loc *time.Location) bool {
+		{ThisWeek(), Weekly, func(at, now time.Time, loc *time.Location) bool {
 			ay, aw := at.In(loc).ISOWeek()
 			ny, nw := now.In(loc).ISOWeek()
 			return ay == ny && aw == nw
 		}},
-		{ThisMonth(), bucketing.Daily, func(at, now time.Time, loc *time.Location) bool {
+		{ThisMonth(), Daily, func(at, now time.Time, loc *time.Location) bool {
 			return at.In(loc).Month() == now.In(loc).Month() && at.In(loc).Year() == now.In(loc).Year()
 		}},
-		{LastHours(5), bucketing.Hourly, func(at, now time.Time, _ *time.Location) bool {
+		{LastHours(5), Hourly, func(at, now time.Time, _ *time.Location) bool {
 			cur := now.Truncate(time.Hour) // whole-hour offsets only (the zones below)
 			return !at.Before(cur.Add(-4*time.Hour)) && at.Before(cur.Add(time.Hour))
 		}},
-		{LastBuckets(3), bucketing.Weekly, func(at, now time.Time, loc *time.Location) bool {
+		{LastBuckets(3), Weekly, func(at, now time.Time, loc *time.Location) bool {
 			mon := func(t time.Time) int { return civil(t, loc) - (int(t.In(loc).Weekday())+6)%7 }
 			d := mon(now) - mon(at)
 			return d >= 0 && d < 21
@@ -72,9 +72,9 @@ func TestWindowsAgainstBruteForce(t *testing.T) {
 			}
 		}
 		for _, s := range specs {
-			b := &bucketing.Scheme{Unit: s.unit, Loc: loc}
+			b := &Scheme{Unit: s.unit, Loc: loc}
 			for _, now := range nows {
-				got, err := s.w.buckets(b, now)
+				got, err := s.w.Buckets(b, now)
 				if err != nil {
 					t.Fatalf("%s %s of %s at %s: %v", zone, s.w, s.unit, now, err)
 				}
@@ -97,22 +97,22 @@ func TestWindowsAgainstBruteForce(t *testing.T) {
 
 func TestWindowRefusals(t *testing.T) {
 	now := time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC)
-	day := &bucketing.Scheme{Unit: bucketing.Daily, Loc: time.UTC}
-	month := &bucketing.Scheme{Unit: bucketing.Monthly, Loc: time.UTC}
+	day := &Scheme{Unit: Daily, Loc: time.UTC}
+	month := &Scheme{Unit: Monthly, Loc: time.UTC}
 	for _, c := range []struct {
 		w Window
-		b *bucketing.Scheme
+		b *Scheme
 	}{{LastHours(3), day}, {ThisWeek(), month}, {Today(), month}, {Window{}, day}, {LastDays(0), day}, {LastDays(MaxWindowBuckets + 1), day}} {
-		if _, err := c.w.buckets(c.b, now); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("%s on %s buckets: %v, want ErrInvalidArgument", c.w, c.b.Unit, err)
+		if _, err := c.w.Buckets(c.b, now); !errors.Is(err, errs.ErrInvalidArgument) {
+			t.Errorf("%s on %s buckets: %v, want errs.ErrInvalidArgument", c.w, c.b.Unit, err)
 		}
 	}
-	kept := &bucketing.Scheme{Unit: bucketing.Daily, Loc: time.UTC, Keep: 3}
-	if _, err := LastDays(3).buckets(kept, now); err != nil {
+	kept := &Scheme{Unit: Daily, Loc: time.UTC, Keep: 3}
+	if _, err := LastDays(3).Buckets(kept, now); err != nil {
 		t.Errorf("LastDays(3) with keep:3: %v", err)
 	}
-	if _, err := LastDays(4).buckets(kept, now); !errors.Is(err, ErrPastRetention) || !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("LastDays(4) with keep:3: %v, want ErrPastRetention", err)
+	if _, err := LastDays(4).Buckets(kept, now); !errors.Is(err, errs.ErrPastRetention) || !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Errorf("LastDays(4) with keep:3: %v, want errs.ErrPastRetention", err)
 	}
 	for _, s := range []string{"today", "7d", "24h", "week", "month", "30b"} {
 		w, err := ParseWindow(s)
@@ -121,7 +121,7 @@ func TestWindowRefusals(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"", "d", "0d", "-1d", "7x", "yesterday", "10001d"} {
-		if _, err := ParseWindow(s); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := ParseWindow(s); !errors.Is(err, errs.ErrInvalidArgument) {
 			t.Errorf("ParseWindow(%q): %v", s, err)
 		}
 	}
