@@ -1,10 +1,10 @@
 package slotted
 
 import (
-	"fmt"
-
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
+
+	"github.com/slotted-go/slotted/internal/dialect"
 )
 
 // SlottedCounter is one slot row. A counter is the set of rows sharing
@@ -34,8 +34,5 @@ type Key string
 
 // GormDBDataType implements gorm's migrator.GormDataTypeInterface.
 func (Key) GormDBDataType(db *gorm.DB, field *schema.Field) string {
-	if db.Dialector.Name() == "mysql" {
-		return fmt.Sprintf("varbinary(%d)", field.Size)
-	}
-	return "" // the dialect's own type for a sized string
+	return dialect.Of(db.Dialector).KeyType(field.Size) // "": the dialect's own type for a sized string
 }

@@ -27,10 +27,9 @@ type Stats struct {
 	OnceDuplicates uint64 // keys already recorded: nothing was added
 }
 
+// stats are the counts kept outside session.Retrier (which keeps Retries
+// and Conflicts).
 type stats struct {
-	retries   atomic.Uint64
-	conflicts [Busy + 1]atomic.Uint64
-
 	settledLanded, settledLost  atomic.Uint64
 	onceApplied, onceDuplicates atomic.Uint64
 }
@@ -49,14 +48,13 @@ func (p *Plugin) onceDone(applied bool, err error) (bool, error) {
 
 // Stats returns the plugin's counters: how often writes hit lock conflicts and were retried.
 func (p *Plugin) Stats() Stats {
-	s := Stats{Retries: p.stats.retries.Load(), Conflicts: map[Conflict]uint64{},
-		SettledLanded: p.stats.settledLanded.Load(), SettledLost: p.stats.settledLost.Load(),
+	s := Stats{SettledLanded: p.stats.settledLanded.Load(), SettledLost: p.stats.settledLost.Load(),
 		OnceApplied: p.stats.onceApplied.Load(), OnceDuplicates: p.stats.onceDuplicates.Load()}
 	p.batching.report(&s)
-	for c := Deadlock; c <= Busy; c++ {
-		if n := p.stats.conflicts[c].Load(); n > 0 {
-			s.Conflicts[c] = n
-		}
+	if p.sessions != nil { // nil before db.Use
+		s.Retries, s.Conflicts = p.sessions.Retry.Counts()
+	} else {
+		s.Conflicts = map[Conflict]uint64{}
 	}
 	return s
 }
