@@ -100,40 +100,20 @@ func Example_docCounterCaches4() {
 }
 
 func Example_docCounterCaches5() {
-	type Customer struct{ ID string }
-	var (
-		post  Post
-		posts []Post
-		ctx   = context.Background()
-	)
-	_, _, _ = post, posts, ctx
-	{
-		type Post struct {
-			ID            uint
-			Comments      []Comment // gorm's has-many (any has-many, has-one or belongs-to works)
-			CommentsCount int64     `gorm:"-" slotted:"comments"` // a normal slotted counter: auto-filled, Compact/RollUp/Runner work
-			Published     int64     `gorm:"-" slotted:"published"`
-		}
-		type Comment struct {
-			ID        uint
-			PostID    *uint `gorm:"index"` // nil or 0: counted nowhere
-			Published bool
-			DeletedAt gorm.DeletedAt `gorm:"index"` // soft-deleted comments are not counted
-		}
-		type Order struct {
-			ID         uint
-			CustomerID string
-			Customer   *Customer // belongs-to
-			Total      int64
-		}
-
-		// Once, after db.Use and before writing children (like db.SetupJoinTable):
-		slotted.CounterCache(db, &Post{}, "Comments", "comments")
-		slotted.CounterCache(db, &Post{}, "Comments", "published",
-			slotted.Where("published = ?", true),                        // the condition, in SQL: the database and Fix evaluate it
-			slotted.Match(func(c *Comment) bool { return c.Published })) // optional, in Go: evaluated on new records
-		slotted.CounterCache(db, &Order{}, "Customer", "spent", slotted.Sum("Total")) // declared from the child's belongs-to
+	type Customer struct {
+		ID    string
+		Spent int64 `gorm:"-" slotted:"spent"` // the sum of the customer's orders' Total
 	}
+	type Order struct {
+		ID         uint
+		CustomerID string
+		Customer   *Customer // belongs-to
+		Total      int64
+	}
+
+	// Once, after db.Use and before writing children (like db.SetupJoinTable):
+	err := slotted.CounterCache(db, &Order{}, "Customer", "spent", slotted.Sum("Total")) // declared from the child's belongs-to
+	_ = err
 }
 
 func Example_docCounterCaches6() {
