@@ -117,5 +117,14 @@
 // first wait for their node to apply every write acknowledged anywhere in the
 // cluster, so Reset's guarantee holds across nodes; Config.CausalReads does
 // the same for reads, and the retry defaults allow for certification
-// conflicts (see the README's Deployments section).
+// conflicts (see docs/deployments.md).
+//
+// # Guides
+//
+// The README is the overview; docs/ has a guide per thing users build
+// (docs/likes.md, docs/views-per-day.md, docs/counter-caches.md,
+// docs/listings.md) and per concern (docs/reads-and-writes.md,
+// docs/write-modes.md, docs/outcomes.md, docs/maintenance.md,
+// docs/deployments.md, docs/production.md, docs/tuning.md), with the schema,
+// every Config field and every error in docs/reference.md.
 package slotted
