@@ -75,29 +75,29 @@ func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress
 	if err != nil {
 		return prog, err
 	}
-	counters, err := m.bucketed(nil)
+	counters, err := m.Bucketed(nil)
 	if err != nil {
 		return prog, err
 	}
 	now := p.cfg.Now()
 	ctx := session.Context(db)
 	for _, c := range counters {
-		cur := c.bucket.Of(now)
+		cur := c.Bucket.Of(now)
 		closed := cur
 		for range opts.Closed {
 			if err := ctx.Err(); err != nil {
 				return prog, err
 			}
-			closed = c.bucket.Back(closed, 1)
-			cp, err := CompactAll(db, CompactOptions{RecordType: bucketing.Type(c.recordType, closed.Label), BatchSize: opts.BatchSize})
+			closed = c.Bucket.Back(closed, 1)
+			cp, err := CompactAll(db, CompactOptions{RecordType: bucketing.Type(c.RecordType, closed.Label), BatchSize: opts.BatchSize})
 			prog.Compacted += cp.Counters
 			prog.RowsRemoved += cp.RowsRemoved
 			if err != nil {
 				return prog, err
 			}
 		}
-		if c.bucket.Keep > 0 {
-			oldest := c.bucket.Back(cur, c.bucket.Keep-1)
+		if c.Bucket.Keep > 0 {
+			oldest := c.Bucket.Back(cur, c.Bucket.Keep-1)
 			if err := p.expire(ctx, db, c, oldest.Label, opts.BatchSize, &prog); err != nil {
 				return prog, err
 			}
@@ -112,10 +112,10 @@ func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress
 // label c writes and older than keep. So a record_type that sorts into the
 // range only under the database's collation (another counter's "posts.views2"
 // under a natural-language collation) is never touched.
-func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *counter, keep string, batch int, prog *BucketProgress) error {
-	prefix := c.recordType + "@"
+func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *XCounter, keep string, batch int, prog *BucketProgress) error {
+	prefix := c.RecordType + "@"
 	rt := clause.Column{Name: "record_type"}
-	after, below := prefix, bucketing.Type(c.recordType, keep)
+	after, below := prefix, bucketing.Type(c.RecordType, keep)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -132,7 +132,7 @@ func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *counter, keep strin
 		}
 		after = next.String
 		label, ok := strings.CutPrefix(next.String, prefix)
-		if !ok || !c.bucket.Valid(label) || label >= keep {
+		if !ok || !c.Bucket.Valid(label) || label >= keep {
 			continue
 		}
 		rows, err := p.deleteBucket(ctx, db, next.String, batch)

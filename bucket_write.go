@@ -16,9 +16,9 @@ import (
 // are in key order (a record_type sorts before itself followed by '@...'),
 // the order compaction locks them in. The bucket is read from Config.Now
 // once, here: a retried write stays in its bucket.
-func (p *Plugin) writeCounter(db *gorm.DB, c *counter, id string, delta int64) error {
-	if c.bucket == nil {
-		return p.add(db, c.recordType, id, c.slots, delta)
+func (p *Plugin) writeCounter(db *gorm.DB, c *XCounter, id string, delta int64) error {
+	if c.Bucket == nil {
+		return p.add(db, c.RecordType, id, c.Slots, delta)
 	}
 	if delta == 0 {
 		return nil

@@ -36,12 +36,12 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 	if err != nil {
 		return err
 	}
-	if err := pointerArg(model); err != nil {
+	if err := XPointerArg(model); err != nil {
 		return err
 	}
 	names := slices.Sorted(maps.Keys(deltas))
 	type move struct {
-		c     *counter
+		c     *XCounter
 		delta int64
 	}
 	var (
@@ -66,7 +66,7 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 		}
 		sum, ok := mergeDelta(moves[i].delta, d)
 		if !ok {
-			return fmt.Errorf("%w: counter %q", ErrDeltaOverflow, c.name)
+			return fmt.Errorf("%w: counter %q", ErrDeltaOverflow, c.Name)
 		}
 		moves[i].delta = sum
 	}
@@ -84,7 +84,7 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 		return err
 	}
 	for _, m := range moves {
-		m.c.add(v, m.delta)
+		m.c.Add(v, m.delta)
 	}
 	return nil
 }
@@ -107,11 +107,11 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	c, err := m.counter(counter)
+	c, err := m.Counter(counter)
 	if err != nil {
 		return err
 	}
-	rs, err := m.records(elem, true)
+	rs, err := m.Records(elem, true)
 	if err != nil || delta == 0 {
 		return err
 	}
@@ -119,16 +119,16 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 		return err
 	}
 	now := p.cfg.Now()
-	rows := make([]batchRow, 0, len(rs.ids))
-	for _, id := range rs.ids {
+	rows := make([]batchRow, 0, len(rs.IDs))
+	for _, id := range rs.IDs {
 		rows = rowsOf(rows, c, id, delta, now)
 	}
 	if err := p.writeDeltas(db, rows); err != nil {
 		return err
 	}
-	for _, structs := range rs.byID {
+	for _, structs := range rs.ByID {
 		for _, s := range structs {
-			c.add(s, delta)
+			c.Add(s, delta)
 		}
 	}
 	return nil
@@ -210,30 +210,30 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	c, err := m.counter(counter)
+	c, err := m.Counter(counter)
 	if err != nil {
 		return err
 	}
-	if err := m.key.sweepable(); err != nil {
-		return fmt.Errorf("%w: AddWhere reads record ids from the %s column", err, m.key.column)
+	if err := m.Key.Sweepable(); err != nil {
+		return fmt.Errorf("%w: AddWhere reads record ids from the %s column", err, m.Key.Column)
 	}
 	if !p.dialect.AddWhereSQL() {
 		return fmt.Errorf("%w: AddWhere on %s", errors.ErrUnsupported, p.dialect.Name)
 	}
 	if !db.AllowGlobalUpdate && !conditioned(stmt, m) {
-		return fmt.Errorf("slotted: AddWhere without conditions would add to every %s: %w", m.typ, gorm.ErrMissingWhereClause)
+		return fmt.Errorf("slotted: AddWhere without conditions would add to every %s: %w", m.Type, gorm.ErrMissingWhereClause)
 	}
 	if delta == 0 {
 		return nil
 	}
-	src := WithoutFill(db.Session(&gorm.Session{})).Distinct("?", clause.Column{Table: clause.CurrentTable, Name: m.key.column})
+	src := WithoutFill(db.Session(&gorm.Session{})).Distinct("?", clause.Column{Table: clause.CurrentTable, Name: m.Key.Column})
 	// exec runs the INSERT … SELECT of recordType's rows on pool.
 	exec := func(pool gorm.ConnPool, ctx context.Context, recordType string) error {
 		tx := &gorm.DB{Config: db.Config}
 		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Table: p.cfg.Table, Clauses: map[string]clause.Clause{}}
 		session.Inherit(tx.Statement, db.Statement, false)
 		tx.Statement.AddClause(clause.Insert{Table: clause.Table{Name: p.cfg.Table}})
-		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: recordType, key: m.key.column, slots: c.slots, delta: delta, src: src})
+		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: recordType, key: m.Key.Column, slots: c.Slots, delta: delta, src: src})
 		tx.Statement.AddClause(addClause(p.dialect, delta))
 		tx.Statement.Build("INSERT", "VALUES", "ON CONFLICT")
 		if tx.Error != nil {
@@ -247,13 +247,13 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	}
 	pool, inTx := p.sessions.Pool(db)
 	ctx := session.Context(db)
-	if c.bucket == nil {
-		return p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error { return exec(pool, ctx, c.recordType) })
+	if c.Bucket == nil {
+		return p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error { return exec(pool, ctx, c.RecordType) })
 	}
 	// A bucketed counter: the totals and the current bucket's rows, a second
 	// INSERT … SELECT of the same records in the same transaction (total
 	// rows first, the key order every write locks in).
-	types := [2]string{c.recordType, bucketing.Type(c.recordType, c.bucket.Of(p.cfg.Now()).Label)}
+	types := [2]string{c.RecordType, bucketing.Type(c.RecordType, c.Bucket.Of(p.cfg.Now()).Label)}
 	both := func(pool gorm.ConnPool, ctx context.Context) error {
 		for _, t := range types {
 			if err := exec(pool, ctx, t); err != nil {
@@ -270,7 +270,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 
 // conditioned reports whether a query selects less than the whole table: a
 // WHERE clause, or a model value with its primary key set (gorm adds it).
-func conditioned(stmt *gorm.Statement, m *modelMeta) bool {
+func conditioned(stmt *gorm.Statement, m *XModel) bool {
 	if c, ok := stmt.Clauses["WHERE"]; ok {
 		if w, ok := c.Expression.(clause.Where); ok && len(w.Exprs) > 0 {
 			return true
@@ -283,7 +283,7 @@ func conditioned(stmt *gorm.Statement, m *modelMeta) bool {
 	if v.Kind() != reflect.Struct {
 		return false
 	}
-	_, err := m.key.id(v)
+	_, err := m.Key.ID(v)
 	return err == nil
 }
 

@@ -79,10 +79,10 @@ func (p *Plugin) omitColumns(db *gorm.DB) {
 		return
 	}
 	m, _ := p.metaOfSchema(db, db.Statement.Schema) // a bad tag is reported where counters are used
-	if m == nil || len(m.columns) == 0 {
+	if m == nil || len(m.Columns) == 0 {
 		return
 	}
-	db.Statement.Omits = append(db.Statement.Omits, m.columns...)
+	db.Statement.Omits = append(db.Statement.Omits, m.Columns...)
 }
 
 // autoFill fills the counter fields of a query's results with one batched read.
@@ -94,11 +94,11 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 	}
 	// Only results of the model's own type have counter fields: not Count, Pluck, a DTO or a map.
 	rv := db.Statement.ReflectValue
-	if !rv.IsValid() || structType(rv.Type()) != db.Statement.Schema.ModelType {
+	if !rv.IsValid() || XStructType(rv.Type()) != db.Statement.Schema.ModelType {
 		return
 	}
 	m, err := p.metaOfSchema(db, db.Statement.Schema)
-	if err == nil && len(m.counters) == 0 {
+	if err == nil && len(m.Counters) == 0 {
 		return
 	}
 	on := !p.cfg.DisableAutoFill
@@ -113,11 +113,11 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 		return
 	}
 	src := p.fillSource(db)
-	if err := p.fill(src, m, m.counters, rv, false); err != nil {
+	if err := p.fill(src, m, m.Counters, rv, false); err != nil {
 		_ = db.AddError(err)
 		return
 	}
-	if len(m.extras) > 0 { // window:, series: and applied fields (extras.go)
+	if len(m.Extras) > 0 { // window:, series: and applied fields (extras.go)
 		key, _ := db.Get(onceKeySetting)
 		k, _ := key.(string)
 		if err := p.fillExtras(src, m, rv, k, false); err != nil {
@@ -190,20 +190,20 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 		return // MySQL's DELETE ... LIMIT: which rows go is decided by the server
 	}
 	m, err := p.metaOfSchema(db, s.Schema)
-	if err != nil || len(m.counters) == 0 {
+	if err != nil || len(m.Counters) == 0 {
 		return
 	}
-	rs, _ := m.records(s.ReflectValue, false)
+	rs, _ := m.Records(s.ReflectValue, false)
 	where, hasWhere := s.Clauses["WHERE"]
 	if !hasWhere {
-		db.InstanceSet(deletedIDs, rs.ids)
+		db.InstanceSet(deletedIDs, rs.IDs)
 		return
 	}
 	// Conditions decide the rows: select their keys the way the DELETE will
 	// find them, locking them (outside SQLite, whose write lock the delete's
 	// transaction holds anyway) so that none can stop matching in between.
-	matched := reflect.New(reflect.SliceOf(m.typ))
-	q := WithoutFill(session.Primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column)
+	matched := reflect.New(reflect.SliceOf(m.Type))
+	q := WithoutFill(session.Primary(db, m.Table)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Column)
 	if s.Unscoped {
 		q = q.Unscoped()
 	}
@@ -211,19 +211,19 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 	if p.dialect.LockingReads {
 		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 	}
-	if len(rs.ids) > 0 {
-		keys := make([]any, 0, len(rs.ids))
-		for _, id := range rs.ids {
-			keys = append(keys, m.key.value(rs.byID[id][0]))
+	if len(rs.IDs) > 0 {
+		keys := make([]any, 0, len(rs.IDs))
+		for _, id := range rs.IDs {
+			keys = append(keys, m.Key.Value(rs.ByID[id][0]))
 		}
-		q = q.Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Values: keys})
+		q = q.Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Values: keys})
 	}
 	if err := q.Find(matched.Interface()).Error; err != nil {
 		_ = db.AddError(err)
 		return
 	}
-	found, _ := m.records(matched.Elem(), false)
-	db.InstanceSet(deletedIDs, found.ids)
+	found, _ := m.Records(matched.Elem(), false)
+	db.InstanceSet(deletedIDs, found.IDs)
 }
 
 // deleteCounters removes the counter rows of the records the delete removed.
@@ -240,8 +240,8 @@ func (p *Plugin) deleteCounters(db *gorm.DB) {
 	if err != nil {
 		return
 	}
-	if _, err := p.deleteRows(session.Routed(db).Session(&gorm.Session{}), recordTypes(m.counters), ids); err != nil {
-		_ = db.AddError(fmt.Errorf("slotted: removing counters of deleted %s: %w", m.typ, err))
+	if _, err := p.deleteRows(session.Routed(db).Session(&gorm.Session{}), XRecordTypes(m.Counters), ids); err != nil {
+		_ = db.AddError(fmt.Errorf("slotted: removing counters of deleted %s: %w", m.Type, err))
 	}
 }
 

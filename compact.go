@@ -34,7 +34,7 @@ func Compact(db *gorm.DB, model any, counter string) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.compactRefs(db, []Ref{{Type: c.recordType, ID: id}}, true)
+	_, err = p.compactRefs(db, []Ref{{Type: c.RecordType, ID: id}}, true)
 	return err
 }
 
@@ -61,17 +61,17 @@ func Reset(db *gorm.DB, model any, counter string, value int64) error {
 	if err != nil {
 		return err
 	}
-	if err := settable(model); err != nil {
+	if err := XSettable(model); err != nil {
 		return err
 	}
 	c, v, id, err := p.target(db, model, counter)
 	if err != nil {
 		return err
 	}
-	if err := p.reset(db, Ref{Type: c.recordType, ID: id}, value); err != nil {
+	if err := p.reset(db, Ref{Type: c.RecordType, ID: id}, value); err != nil {
 		return err
 	}
-	c.set(v, value)
+	c.Set(v, value)
 	return nil
 }
 

@@ -77,7 +77,7 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 		return prog, err
 	}
 	for what, key := range map[string]string{"CompactOptions.RecordType": opts.RecordType, "CompactOptions.After.Type": opts.After.Type, "CompactOptions.After.ID": opts.After.ID} {
-		if err := checkKey(what, key); err != nil {
+		if err := XCheckKey(what, key); err != nil {
 			return prog, err
 		}
 	}

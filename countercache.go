@@ -100,8 +100,8 @@ func WithDeleted() CacheOption {
 
 // counterCache is one parent counter maintained from one child table.
 type counterCache struct {
-	parent  *modelMeta
-	counter *counter
+	parent  *XModel
+	counter *XCounter
 	child   *childCaches
 	fk      *schema.Field // the child's foreign key, referencing the parent's primary key
 	sum     *schema.Field // nil: count the children
@@ -150,7 +150,7 @@ func (p *Plugin) childCachesOf(typ reflect.Type) *childCaches {
 	return nil
 }
 
-func (p *Plugin) cacheOf(c *counter) *counterCache {
+func (p *Plugin) cacheOf(c *XCounter) *counterCache {
 	if cc, ok := p.caches.byCounter.Load(c); ok {
 		return cc.(*counterCache)
 	}
@@ -192,7 +192,7 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 			o(&spec)
 		}
 	}
-	typ := structType(reflect.TypeOf(model))
+	typ := XStructType(reflect.TypeOf(model))
 	if model == nil || typ == nil {
 		return fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
 	}
@@ -230,15 +230,15 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if err != nil {
 		return err
 	}
-	c, err := parent.counter(counter)
-	if err == nil && c.bucket != nil {
+	c, err := parent.Counter(counter)
+	if err == nil && c.Bucket != nil {
 		err = fmt.Errorf("%w: counter %q is bucketed; a counter cache keeps a plain counter", ErrInvalidConfig, counter)
 	}
 	if err != nil {
 		return err
 	}
-	if ref.PrimaryKey == nil || ref.PrimaryKey.DBName != parent.key.column {
-		return fmt.Errorf("%w: %s.%s: the foreign key must reference %s's primary key", ErrInvalidConfig, typ, association, parent.typ)
+	if ref.PrimaryKey == nil || ref.PrimaryKey.DBName != parent.Key.Column {
+		return fmt.Errorf("%w: %s.%s: the foreign key must reference %s's primary key", ErrInvalidConfig, typ, association, parent.Type)
 	}
 	if err := fkSupported(ref.ForeignKey.FieldType); err != nil {
 		return fmt.Errorf("%w: %s.%s: %v", ErrInvalidConfig, childSchema.Name, ref.ForeignKey.Name, err)
@@ -285,7 +285,7 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if prev, dup := r.byCounter.Load(c); dup {
-		return fmt.Errorf("%w: counter %q of %s is already a counter cache of %s", ErrInvalidConfig, c.name, parent.typ, prev.(*counterCache).child.schema.Name)
+		return fmt.Errorf("%w: counter %q of %s is already a counter cache of %s", ErrInvalidConfig, c.Name, parent.Type, prev.(*counterCache).child.schema.Name)
 	}
 	var caches []*counterCache
 	if prev := p.childCachesOf(childSchema.ModelType); prev != nil {

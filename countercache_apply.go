@@ -19,7 +19,7 @@ import (
 func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 	rows := make([]batchRow, 0, len(d))
 	for k, n := range d {
-		rows = append(rows, batchRow{ref: Ref{Type: k.c.counter.recordType, ID: k.id}, slots: k.c.counter.slots, delta: n})
+		rows = append(rows, batchRow{ref: Ref{Type: k.c.counter.RecordType, ID: k.id}, slots: k.c.counter.Slots, delta: n})
 	}
 	rows, err := sumRows(rows) // one row per parent counter, in key order; ErrOverflow
 	if err != nil || len(rows) == 0 {

@@ -39,7 +39,7 @@ func touchField(s *schema.Schema) *schema.Field {
 // order (record_id order for string keys).
 func (p *Plugin) touchParents(db *gorm.DB, d deltas) error {
 	type target struct {
-		parent *modelMeta
+		parent *XModel
 		field  *schema.Field
 	}
 	ids := map[target]map[string]bool{}
@@ -56,12 +56,12 @@ func (p *Plugin) touchParents(db *gorm.DB, d deltas) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	targets := slices.SortedFunc(maps.Keys(ids), func(a, b target) int { return cmp.Compare(a.parent.table, b.parent.table) })
+	targets := slices.SortedFunc(maps.Keys(ids), func(a, b target) int { return cmp.Compare(a.parent.Table, b.parent.Table) })
 	now := db.NowFunc()
 	for _, t := range targets {
 		var keys []any
 		for _, id := range slices.Sorted(maps.Keys(ids[t])) {
-			if k, ok := t.parent.key.parse(id); ok {
+			if k, ok := t.parent.Key.Parse(id); ok {
 				keys = append(keys, k)
 			}
 		}
@@ -74,8 +74,8 @@ func (p *Plugin) touchParents(db *gorm.DB, d deltas) error {
 		case schema.UnixNanosecond:
 			value = now.UnixNano()
 		}
-		err := session.Routed(db).Session(&gorm.Session{SkipHooks: true}).Table(t.parent.table).
-			Where(clause.IN{Column: clause.Column{Name: t.parent.key.column}, Values: keys}).
+		err := session.Routed(db).Session(&gorm.Session{SkipHooks: true}).Table(t.parent.Table).
+			Where(clause.IN{Column: clause.Column{Name: t.parent.Key.Column}, Values: keys}).
 			UpdateColumn(t.field.DBName, value).Error
 		if err != nil {
 			return err

@@ -35,29 +35,29 @@ func SeriesMany(db *gorm.DB, models any, counter string, w Window) ([][]Bucket, 
 	if err != nil {
 		return nil, err
 	}
-	cs, err := m.bucketed([]string{counter})
+	cs, err := m.Bucketed([]string{counter})
 	if err != nil {
 		return nil, err
 	}
 	c := cs[0]
-	buckets, err := w.Buckets(c.bucket, p.cfg.Now())
+	buckets, err := w.Buckets(c.Bucket, p.cfg.Now())
 	if err != nil {
 		return nil, err
 	}
 	if err := noNilElems(elem); err != nil {
 		return nil, err
 	}
-	rs, err := m.records(elem, true)
+	rs, err := m.Records(elem, true)
 	if err != nil {
 		return nil, err
 	}
-	series, err := p.seriesOf(db, c, buckets, rs.ids)
+	series, err := p.seriesOf(db, c, buckets, rs.IDs)
 	if err != nil {
 		return nil, err
 	}
 	var out [][]Bucket
-	eachStruct(elem, func(s reflect.Value) {
-		id, _ := m.key.id(s) // records checked every key
+	XEachStruct(elem, func(s reflect.Value) {
+		id, _ := m.Key.ID(s) // records checked every key
 		out = append(out, slices.Clone(series[id]))
 	})
 	return out, nil
@@ -84,27 +84,27 @@ func LoadWindows(db *gorm.DB, models any, fields ...string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.extrasNamed(fields, extraWindow, extraSeries); err != nil {
+	if err := m.ExtrasNamed(fields, XExtraWindow, XExtraSeries); err != nil {
 		return err
 	}
 	return p.fillExtras(db, m, elem, "", true, fields...)
 }
 
-// extrasNamed refuses a name (Go field or counter name) that names no extra
+// ExtrasNamed refuses a name (Go field or counter name) that names no extra
 // field of the kinds given: a typo would otherwise fill nothing, silently.
-func (m *modelMeta) extrasNamed(names []string, kinds ...extraKind) error {
+func (m *XModel) ExtrasNamed(names []string, kinds ...XExtraKind) error {
 	for _, n := range names {
-		if !slices.ContainsFunc(m.extras, func(e *extraField) bool {
-			return slices.Contains(kinds, e.kind) && containsName([]string{n}, e.name, e.counter)
+		if !slices.ContainsFunc(m.Extras, func(e *XExtra) bool {
+			return slices.Contains(kinds, e.Kind) && containsName([]string{n}, e.Name, e.Counter)
 		}) {
-			return fmt.Errorf("%w: %s has no %s field named %q", ErrUnknownCounter, m.typ, kindNames(kinds), n)
+			return fmt.Errorf("%w: %s has no %s field named %q", ErrUnknownCounter, m.Type, kindNames(kinds), n)
 		}
 	}
 	return nil
 }
 
-func kindNames(kinds []extraKind) string {
-	if slices.Contains(kinds, extraApplied) {
+func kindNames(kinds []XExtraKind) string {
+	if slices.Contains(kinds, XExtraApplied) {
 		return "applied"
 	}
 	return "window: or series:"
@@ -127,7 +127,7 @@ func noNilElems(v reflect.Value) error {
 
 // seriesOf reads counter c's buckets for the records ids: one GROUP BY
 // record_type, record_id per chunk of windowCells cells.
-func (p *Plugin) seriesOf(db *gorm.DB, c *counter, buckets []bucketing.Bucket, ids []string) (map[string][]Bucket, error) {
+func (p *Plugin) seriesOf(db *gorm.DB, c *XCounter, buckets []bucketing.Bucket, ids []string) (map[string][]Bucket, error) {
 	types := bucketTypes(c, buckets)
 	cells := make(map[[2]string]int64, len(types))
 	for tchunk := range slices.Chunk(types, typeChunk) {

@@ -47,7 +47,7 @@ func MustExist(db *gorm.DB, on ...bool) *gorm.DB {
 
 // checkAllExist is checkExists for AddMany's records: one COUNT per 1000
 // distinct keys on the primary; any missing one refuses the whole write.
-func (p *Plugin) checkAllExist(db *gorm.DB, m *modelMeta, rs records) error {
+func (p *Plugin) checkAllExist(db *gorm.DB, m *XModel, rs XRecords) error {
 	on := p.cfg.RequireRecords
 	if s, ok := db.Get(mustExistSetting); ok {
 		on, _ = s.(bool)
@@ -55,15 +55,15 @@ func (p *Plugin) checkAllExist(db *gorm.DB, m *modelMeta, rs records) error {
 	if !on {
 		return nil
 	}
-	for chunk := range slices.Chunk(rs.ids, loadChunk) {
+	for chunk := range slices.Chunk(rs.IDs, loadChunk) {
 		keys := make([]any, len(chunk))
 		for i, id := range chunk {
-			keys[i] = m.key.value(rs.byID[id][0])
+			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
 		var n int64
-		q := WithoutFill(session.Primary(db, m.table))
-		err := q.Model(reflect.New(m.typ).Interface()).
-			Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Values: keys}).
+		q := WithoutFill(session.Primary(db, m.Table))
+		err := q.Model(reflect.New(m.Type).Interface()).
+			Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Values: keys}).
 			Count(&n).Error
 		if q.DryRun {
 			return ErrDryRun
@@ -72,7 +72,7 @@ func (p *Plugin) checkAllExist(db *gorm.DB, m *modelMeta, rs records) error {
 			return err
 		}
 		if n < int64(len(chunk)) {
-			return fmt.Errorf("%w: %d of %d %s records", ErrRecordNotFound, int64(len(chunk))-n, len(chunk), m.typ)
+			return fmt.Errorf("%w: %d of %d %s records", ErrRecordNotFound, int64(len(chunk))-n, len(chunk), m.Type)
 		}
 	}
 	return nil
@@ -93,10 +93,10 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 		return err
 	}
 	var found []string
-	q := WithoutFill(session.Primary(db, m.table))
-	err = q.Model(reflect.New(m.typ).Interface()).
-		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Value: m.key.value(v)}).
-		Limit(1).Pluck(m.key.column, &found).Error
+	q := WithoutFill(session.Primary(db, m.Table))
+	err = q.Model(reflect.New(m.Type).Interface()).
+		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Value: m.Key.Value(v)}).
+		Limit(1).Pluck(m.Key.Column, &found).Error
 	if q.DryRun { // rendered and logged; nothing found is not ErrRecordNotFound
 		return ErrDryRun
 	}
@@ -104,7 +104,7 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 		return err
 	}
 	if len(found) == 0 {
-		return fmt.Errorf("%w: %s %v", ErrRecordNotFound, m.typ, m.key.value(v))
+		return fmt.Errorf("%w: %s %v", ErrRecordNotFound, m.Type, m.Key.Value(v))
 	}
 	return nil
 }

@@ -23,22 +23,22 @@ import (
 // per field and 1000 records (fewer for long series), and applied fields when
 // the query's *gorm.DB carries a key (WithOnceKey).
 
-type extraKind uint8
+type XExtraKind uint8
 
 const (
-	extraWindow extraKind = iota + 1
-	extraSeries
-	extraApplied
+	XExtraWindow XExtraKind = iota + 1
+	XExtraSeries
+	XExtraApplied
 )
 
-// extraField is one field filled beside the counters.
-type extraField struct {
-	kind    extraKind
-	name    string // Go field name
-	counter string // the counter's name, resolved into c once every counter is built
-	c       *counter
-	w       Window
-	index   []int
+// XExtra is one field filled beside the counters.
+type XExtra struct {
+	Kind    XExtraKind
+	Name    string // Go field name
+	Counter string // the counter's name, resolved into c once every counter is built
+	C       *XCounter
+	W       Window
+	Index   []int
 }
 
 var bucketsType = reflect.TypeOf([]Bucket(nil))
@@ -46,36 +46,36 @@ var bucketsType = reflect.TypeOf([]Bucket(nil))
 // parseExtra recognizes a tag naming an extra field: its first part is a
 // counter's name, and one of the options window:, series: or applied
 // follows. ok is false for a counter's own tag.
-func parseExtra(f *schema.Field, tag string) (e *extraField, ok bool, err error) {
+func parseExtra(f *schema.Field, tag string) (e *XExtra, ok bool, err error) {
 	parts := strings.Split(tag, ";")
 	for _, part := range parts[1:] {
 		key, value, _ := strings.Cut(strings.TrimSpace(part), ":")
 		switch strings.ToLower(strings.TrimSpace(key)) {
 		case "window":
-			e = &extraField{kind: extraWindow}
+			e = &XExtra{Kind: XExtraWindow}
 		case "series":
-			e = &extraField{kind: extraSeries}
+			e = &XExtra{Kind: XExtraSeries}
 		case "applied":
-			e = &extraField{kind: extraApplied}
+			e = &XExtra{Kind: XExtraApplied}
 		default:
 			continue
 		}
 		if len(parts) != 2 || strings.TrimSpace(parts[0]) == "" || strings.Contains(parts[0], ":") {
 			return nil, true, fmt.Errorf("%w: tag %q: window:, series: and applied take one option after the counter's name (\"views;window:7d\")", ErrInvalidConfig, tag)
 		}
-		e.name, e.counter, e.index = f.Name, strings.TrimSpace(parts[0]), f.StructField.Index
-		if e.kind != extraApplied {
-			if e.w, err = ParseWindow(value); err != nil {
+		e.Name, e.Counter, e.Index = f.Name, strings.TrimSpace(parts[0]), f.StructField.Index
+		if e.Kind != XExtraApplied {
+			if e.W, err = ParseWindow(value); err != nil {
 				return nil, true, fmt.Errorf("%w: tag %q: %v", ErrInvalidConfig, tag, err)
 			}
 		}
 		ft := f.FieldType
 		switch {
-		case e.kind == extraWindow && (ft.Kind() < reflect.Int || ft.Kind() > reflect.Uint64 || ft.Kind() == reflect.Uintptr):
+		case e.Kind == XExtraWindow && (ft.Kind() < reflect.Int || ft.Kind() > reflect.Uint64 || ft.Kind() == reflect.Uintptr):
 			err = fmt.Errorf("%w: tag %q: a window: field must be an integer, not %s", ErrInvalidConfig, tag, ft)
-		case e.kind == extraSeries && ft != bucketsType:
+		case e.Kind == XExtraSeries && ft != bucketsType:
 			err = fmt.Errorf("%w: tag %q: a series: field must be []slotted.Bucket, not %s", ErrInvalidConfig, tag, ft)
-		case e.kind == extraApplied && ft.Kind() != reflect.Bool:
+		case e.Kind == XExtraApplied && ft.Kind() != reflect.Bool:
 			err = fmt.Errorf("%w: tag %q: an applied field must be a bool, not %s", ErrInvalidConfig, tag, ft)
 		}
 		return e, true, err
@@ -85,16 +85,16 @@ func parseExtra(f *schema.Field, tag string) (e *extraField, ok bool, err error)
 
 // resolveExtras points every extra field at its counter; window: and
 // series: need a bucketed one.
-func (m *modelMeta) resolveExtras() error {
-	for _, e := range m.extras {
-		c, err := m.counter(e.counter)
+func (m *XModel) resolveExtras() error {
+	for _, e := range m.Extras {
+		c, err := m.Counter(e.Counter)
 		if err != nil {
-			return fmt.Errorf("field %s: %w", e.name, err)
+			return fmt.Errorf("field %s: %w", e.Name, err)
 		}
-		if e.kind != extraApplied && c.bucket == nil {
-			return fmt.Errorf("%w: field %s: counter %q has no buckets: tag option", ErrInvalidConfig, e.name, c.name)
+		if e.Kind != XExtraApplied && c.Bucket == nil {
+			return fmt.Errorf("%w: field %s: counter %q has no buckets: tag option", ErrInvalidConfig, e.Name, c.Name)
 		}
-		e.c = c
+		e.C = c
 	}
 	return nil
 }
@@ -102,58 +102,58 @@ func (m *modelMeta) resolveExtras() error {
 // fillExtras fills the window: and series: fields of the structs in v, and
 // the applied ones when key is not "". names restricts it to those fields
 // (Go names), when given.
-func (p *Plugin) fillExtras(db *gorm.DB, m *modelMeta, v reflect.Value, key string, strict bool, names ...string) error {
-	if len(m.extras) == 0 {
+func (p *Plugin) fillExtras(db *gorm.DB, m *XModel, v reflect.Value, key string, strict bool, names ...string) error {
+	if len(m.Extras) == 0 {
 		return nil
 	}
-	rs, err := m.records(v, strict)
-	if err != nil || len(rs.ids) == 0 {
+	rs, err := m.Records(v, strict)
+	if err != nil || len(rs.IDs) == 0 {
 		return err
 	}
 	now := p.cfg.Now()
-	for _, e := range m.extras {
-		if len(names) > 0 && !containsName(names, e.name, e.counter) {
+	for _, e := range m.Extras {
+		if len(names) > 0 && !containsName(names, e.Name, e.Counter) {
 			continue
 		}
-		switch e.kind {
-		case extraApplied:
+		switch e.Kind {
+		case XExtraApplied:
 			if key == "" {
 				continue
 			}
-			applied, err := p.appliedKeys(db, e.c.recordType, rs.ids, key)
+			applied, err := p.appliedKeys(db, e.C.RecordType, rs.IDs, key)
 			if err != nil {
 				return err
 			}
 			eachRecord(rs, func(id string, s reflect.Value) {
-				if f, ok := walk(s, e.index, true); ok && f.CanSet() {
+				if f, ok := walk(s, e.Index, true); ok && f.CanSet() {
 					f.SetBool(applied[id])
 				}
 			})
-		case extraWindow:
-			buckets, err := e.w.Buckets(e.c.bucket, now)
+		case XExtraWindow:
+			buckets, err := e.W.Buckets(e.C.Bucket, now)
 			if err != nil {
-				return fmt.Errorf("field %s: %w", e.name, err)
+				return fmt.Errorf("field %s: %w", e.Name, err)
 			}
-			totals := make(map[string]int64, len(rs.ids))
-			if err := p.windowSums(db, bucketTypes(e.c, buckets), rs.ids, false, totals); err != nil {
+			totals := make(map[string]int64, len(rs.IDs))
+			if err := p.windowSums(db, bucketTypes(e.C, buckets), rs.IDs, false, totals); err != nil {
 				return err
 			}
 			eachRecord(rs, func(id string, s reflect.Value) {
-				if f, ok := walk(s, e.index, true); ok && f.CanSet() {
-					setInt(f, totals[id])
+				if f, ok := walk(s, e.Index, true); ok && f.CanSet() {
+					XSetInt(f, totals[id])
 				}
 			})
-		case extraSeries:
-			buckets, err := e.w.Buckets(e.c.bucket, now)
+		case XExtraSeries:
+			buckets, err := e.W.Buckets(e.C.Bucket, now)
 			if err != nil {
-				return fmt.Errorf("field %s: %w", e.name, err)
+				return fmt.Errorf("field %s: %w", e.Name, err)
 			}
-			series, err := p.seriesOf(db, e.c, buckets, rs.ids)
+			series, err := p.seriesOf(db, e.C, buckets, rs.IDs)
 			if err != nil {
 				return err
 			}
 			eachRecord(rs, func(id string, s reflect.Value) {
-				if f, ok := walk(s, e.index, true); ok && f.CanSet() {
+				if f, ok := walk(s, e.Index, true); ok && f.CanSet() {
 					f.Set(reflect.ValueOf(slices.Clone(series[id]))) // records repeated in v get a series each
 				}
 			})
@@ -162,8 +162,8 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *modelMeta, v reflect.Value, key stri
 	return nil
 }
 
-func eachRecord(rs records, fn func(id string, s reflect.Value)) {
-	for id, structs := range rs.byID {
+func eachRecord(rs XRecords, fn func(id string, s reflect.Value)) {
+	for id, structs := range rs.ByID {
 		for _, s := range structs {
 			fn(id, s)
 		}

@@ -5,14 +5,14 @@ import "reflect"
 // Counter fields are reached by gorm's field index paths, and written
 // saturating at the field type's bounds.
 
-// field returns the counter field of a struct value; ok is false when the path
+// Field returns the counter Field of a struct value; ok is false when the path
 // runs through a nil embedded pointer.
 // Setting it allocates nil embedded structs on the way, as gorm's scanner does.
-func (c *counter) field(v reflect.Value) (reflect.Value, bool) { return walk(v, c.index, true) }
+func (c *XCounter) Field(v reflect.Value) (reflect.Value, bool) { return walk(v, c.Index, true) }
 
-// fieldAt reads a field by its gorm index path; ok is false when the path runs
+// XFieldAt reads a field by its gorm index path; ok is false when the path runs
 // through a nil embedded pointer.
-func fieldAt(v reflect.Value, index []int) (reflect.Value, bool) { return walk(v, index, false) }
+func XFieldAt(v reflect.Value, index []int) (reflect.Value, bool) { return walk(v, index, false) }
 
 // walk follows a gorm field index path. gorm writes -i-1 for field i when it
 // is a pointer to an embedded struct, dereferenced on the way; a nil one is
@@ -39,16 +39,16 @@ func walk(v reflect.Value, index []int, alloc bool) (reflect.Value, bool) {
 	return v, true
 }
 
-// set stores n into the counter field of struct value v, saturating at the
+// Set stores n into the counter field of struct value v, saturating at the
 // field type's bounds (an int8 counter cannot hold 300; an unsigned one cannot go below 0).
-func (c *counter) set(v reflect.Value, n int64) {
-	if f, ok := c.field(v); ok && f.CanSet() {
-		setInt(f, n)
+func (c *XCounter) Set(v reflect.Value, n int64) {
+	if f, ok := c.Field(v); ok && f.CanSet() {
+		XSetInt(f, n)
 	}
 }
 
-// setInt stores n into an integer field, saturating at its type's bounds.
-func setInt(f reflect.Value, n int64) {
+// XSetInt stores n into an integer field, saturating at its type's bounds.
+func XSetInt(f reflect.Value, n int64) {
 	switch f.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		bits := f.Type().Bits()
@@ -66,14 +66,14 @@ func setInt(f reflect.Value, n int64) {
 	}
 }
 
-// add moves the in-memory counter field by delta, as Laravel's increment does.
-func (c *counter) add(v reflect.Value, delta int64) {
-	f, ok := c.field(v)
+// Add moves the in-memory counter field by delta, as Laravel's increment does.
+func (c *XCounter) Add(v reflect.Value, delta int64) {
+	f, ok := c.Field(v)
 	if !ok {
 		return
 	}
 	var cur int64
-	switch c.kind {
+	switch c.Kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		cur = f.Int()
 	default:
@@ -86,5 +86,5 @@ func (c *counter) add(v reflect.Value, delta int64) {
 			sum = 1<<63 - 1
 		}
 	}
-	c.set(v, sum)
+	c.Set(v, sum)
 }

@@ -94,15 +94,15 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "FixOptions.BatchSize"); err != nil {
 		return nil, err
 	}
-	rs, err := m.records(elem, true)
+	rs, err := m.Records(elem, true)
 	if err != nil {
 		return nil, err
 	}
 	var all []Drift
-	for ids := range slices.Chunk(rs.ids, opts.BatchSize) {
+	for ids := range slices.Chunk(rs.IDs, opts.BatchSize) {
 		keys := make([]any, len(ids))
 		for i, id := range ids {
-			keys[i] = m.key.value(rs.byID[id][0])
+			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
 		drifts, actual, err := p.fix(db, caches, ids, keys, opts)
 		if err != nil {
@@ -114,8 +114,8 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 		}
 		for _, id := range ids {
 			for _, c := range caches {
-				for _, s := range rs.byID[id] {
-					c.counter.set(s, actual[deltaKey{c, id}])
+				for _, s := range rs.ByID[id] {
+					c.counter.Set(s, actual[deltaKey{c, id}])
 				}
 			}
 		}
@@ -147,15 +147,15 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 		return prog, err
 	}
 	err = keysetPages(db, m, opts.BatchSize, opts.After, opts.Scope, func(page reflect.Value, last any) error {
-		rs, err := m.records(page, true)
+		rs, err := m.Records(page, true)
 		if err != nil {
 			return err
 		}
-		keys := make([]any, len(rs.ids))
-		for i, id := range rs.ids {
-			keys[i] = m.key.value(rs.byID[id][0])
+		keys := make([]any, len(rs.IDs))
+		for i, id := range rs.IDs {
+			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
-		drifts, _, err := p.fix(db, caches, rs.ids, keys, opts)
+		drifts, _, err := p.fix(db, caches, rs.IDs, keys, opts)
 		if err != nil {
 			return err
 		}
@@ -172,8 +172,8 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 }
 
 // cachesOfModel returns the named counter caches of a parent model (all when names is empty).
-func (p *Plugin) cachesOfModel(m *modelMeta, names []string) ([]*counterCache, error) {
-	counters, err := m.selected(names)
+func (p *Plugin) cachesOfModel(m *XModel, names []string) ([]*counterCache, error) {
+	counters, err := m.Selected(names)
 	if err != nil {
 		return nil, err
 	}
@@ -182,14 +182,14 @@ func (p *Plugin) cachesOfModel(m *modelMeta, names []string) ([]*counterCache, e
 		cc := p.cacheOf(c)
 		if cc == nil {
 			if len(names) > 0 {
-				return nil, fmt.Errorf("%w: counter %q of %s is not a counter cache (declare it with CounterCache)", ErrInvalidConfig, c.name, m.typ)
+				return nil, fmt.Errorf("%w: counter %q of %s is not a counter cache (declare it with CounterCache)", ErrInvalidConfig, c.Name, m.Type)
 			}
 			continue
 		}
 		out = append(out, cc)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s has no counter caches (declare them with CounterCache)", ErrInvalidConfig, m.typ)
+		return nil, fmt.Errorf("%w: %s has no counter caches (declare them with CounterCache)", ErrInvalidConfig, m.Type)
 	}
 	return out, nil
 }
@@ -203,7 +203,7 @@ func (p *Plugin) fix(db *gorm.DB, caches []*counterCache, ids []string, keys []a
 	for i, id := range ids {
 		record[id] = keys[i]
 		for _, c := range caches {
-			r := Ref{Type: c.counter.recordType, ID: id}
+			r := Ref{Type: c.counter.RecordType, ID: id}
 			refs = append(refs, r)
 			owner[r] = deltaKey{c, id}
 		}
@@ -244,7 +244,7 @@ func (p *Plugin) fix(db *gorm.DB, caches []*counterCache, ids []string, keys []a
 		for _, ref := range refs {
 			k := owner[ref]
 			if stored[ref] != actual[k] {
-				d := Drift{Record: record[ref.ID], Counter: k.c.counter.name, Ref: ref, Stored: stored[ref], Actual: actual[k]}
+				d := Drift{Record: record[ref.ID], Counter: k.c.counter.Name, Ref: ref, Stored: stored[ref], Actual: actual[k]}
 				drifts = append(drifts, d)
 				if opts.OnDrift != nil {
 					opts.OnDrift(d)
@@ -278,7 +278,7 @@ func (p *Plugin) fix(db *gorm.DB, caches []*counterCache, ids []string, keys []a
 func (p *Plugin) lockSlots(tx *gorm.DB, owner map[Ref]deltaKey, refs []Ref) error {
 	var rows []SlottedCounter
 	for _, r := range refs {
-		for slot := range owner[r].c.counter.slots {
+		for slot := range owner[r].c.counter.Slots {
 			rows = append(rows, SlottedCounter{RecordType: Key(r.Type), RecordID: Key(r.ID), Slot: int32(slot)})
 		}
 	}

@@ -10,15 +10,15 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// recordKey turns a model's primary key into its record_id: integers as
+// XKey turns a model's primary key into its record_id: integers as
 // decimal text, strings as they are, and types with a String or Value method
 // (uuid.UUID and friends) through that method. The form is documented, so a
 // Ref{Type: "posts.likes", ID: "42"} names the same counter as post 42's likes.
-type recordKey struct {
-	column string // the primary key's column
-	index  []int
-	typ    reflect.Type
-	kind   reflect.Kind
+type XKey struct {
+	Column string // the primary key's column
+	Index  []int
+	Type    reflect.Type
+	Kind   reflect.Kind
 }
 
 var (
@@ -26,37 +26,37 @@ var (
 	stringerType = reflect.TypeOf((*fmt.Stringer)(nil)).Elem()
 )
 
-func newRecordKey(s *schema.Schema) (recordKey, error) {
+func newRecordKey(s *schema.Schema) (XKey, error) {
 	switch len(s.PrimaryFields) {
 	case 0:
-		return recordKey{}, fmt.Errorf("%w: %s has no primary key", ErrUnsupportedModel, s.Name)
+		return XKey{}, fmt.Errorf("%w: %s has no primary key", ErrUnsupportedModel, s.Name)
 	case 1:
 	default:
-		return recordKey{}, fmt.Errorf("%w: %s has a composite primary key; counters need a single-column key", ErrUnsupportedModel, s.Name)
+		return XKey{}, fmt.Errorf("%w: %s has a composite primary key; counters need a single-column key", ErrUnsupportedModel, s.Name)
 	}
 	f := s.PrimaryFields[0]
-	k := recordKey{column: f.DBName, index: f.StructField.Index, typ: f.FieldType, kind: f.FieldType.Kind()}
-	switch k.kind {
+	k := XKey{Column: f.DBName, Index: f.StructField.Index, Type: f.FieldType, Kind: f.FieldType.Kind()}
+	switch k.Kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
 		return k, nil
 	}
-	if k.typ.Implements(valuerType) || k.typ.Implements(stringerType) {
-		k.kind = reflect.Interface // formatted through its method
+	if k.Type.Implements(valuerType) || k.Type.Implements(stringerType) {
+		k.Kind = reflect.Interface // formatted through its method
 		return k, nil
 	}
-	return recordKey{}, fmt.Errorf("%w: %s.%s is a %s; use an integer, a string, or a type with a String or Value method", ErrUnsupportedKey, s.Name, f.Name, f.FieldType)
+	return XKey{}, fmt.Errorf("%w: %s.%s is a %s; use an integer, a string, or a type with a String or Value method", ErrUnsupportedKey, s.Name, f.Name, f.FieldType)
 }
 
-// value returns the primary key of struct value v as gorm would bind it.
-func (k recordKey) value(v reflect.Value) any {
-	f, _ := fieldAt(v, k.index) // only called for records whose id() succeeded
+// Value returns the primary key of struct Value v as gorm would bind it.
+func (k XKey) Value(v reflect.Value) any {
+	f, _ := XFieldAt(v, k.Index) // only called for records whose id() succeeded
 	return f.Interface()
 }
 
-// id returns the record_id of struct value v.
-func (k recordKey) id(v reflect.Value) (string, error) {
-	f, ok := fieldAt(v, k.index)
+// ID returns the record_id of struct value v.
+func (k XKey) ID(v reflect.Value) (string, error) {
+	f, ok := XFieldAt(v, k.Index)
 	if !ok || f.IsZero() {
 		return "", ErrMissingPrimaryKey
 	}
@@ -64,7 +64,7 @@ func (k recordKey) id(v reflect.Value) (string, error) {
 		id  string
 		err error
 	)
-	switch k.kind {
+	switch k.Kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return strconv.FormatInt(f.Int(), 10), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
@@ -72,20 +72,20 @@ func (k recordKey) id(v reflect.Value) (string, error) {
 	case reflect.String:
 		id = f.String()
 	default:
-		if id, err = formatKey(f.Interface()); err != nil {
+		if id, err = XFormatKey(f.Interface()); err != nil {
 			return "", err
 		}
 	}
 	if id == "" {
 		return "", ErrMissingPrimaryKey // a non-zero key whose Value or String is empty
 	}
-	if err := checkKey("record id", id); err != nil {
+	if err := XCheckKey("record id", id); err != nil {
 		return "", err
 	}
 	return id, nil
 }
 
-func formatKey(v any) (string, error) {
+func XFormatKey(v any) (string, error) {
 	if valuer, ok := v.(driver.Valuer); ok {
 		dv, err := valuer.Value()
 		if err != nil {
@@ -108,17 +108,17 @@ func formatKey(v any) (string, error) {
 	return "", fmt.Errorf("%w: %T has no usable String or Value method", ErrUnsupportedKey, v)
 }
 
-// sweepable reports whether record ids can be turned back into keys to look
+// Sweepable reports whether record ids can be turned back into keys to look
 // records up by: integers and strings can; other types only if their Value
 // is text or an integer (a uuid.UUID, say), not bytes written out as hex.
-func (k recordKey) sweepable() error {
-	if k.kind != reflect.Interface {
+func (k XKey) Sweepable() error {
+	if k.Kind != reflect.Interface {
 		return nil
 	}
-	if k.typ.Kind() == reflect.Pointer {
-		return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.typ)
+	if k.Type.Kind() == reflect.Pointer {
+		return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.Type)
 	}
-	if v, ok := reflect.New(k.typ).Elem().Interface().(driver.Valuer); ok {
+	if v, ok := reflect.New(k.Type).Elem().Interface().(driver.Valuer); ok {
 		if dv, err := v.Value(); err == nil {
 			switch dv.(type) {
 			case string, int64:
@@ -126,18 +126,18 @@ func (k recordKey) sweepable() error {
 			}
 		}
 	}
-	return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.typ)
+	return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.Type)
 }
 
-// parse turns a record_id back into a primary key value to query the parent
+// Parse turns a record_id back into a primary key value to query the parent
 // table with; ok is false when no record of this model can have that id.
-func (k recordKey) parse(id string) (any, bool) {
-	switch k.kind {
+func (k XKey) Parse(id string) (any, bool) {
+	switch k.Kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, err := strconv.ParseInt(id, 10, k.typ.Bits())
+		n, err := strconv.ParseInt(id, 10, k.Type.Bits())
 		return n, err == nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, err := strconv.ParseUint(id, 10, k.typ.Bits())
+		n, err := strconv.ParseUint(id, 10, k.Type.Bits())
 		return n, err == nil
 	}
 	return id, true // strings, and types gorm binds from their text form

@@ -18,15 +18,15 @@ import (
 // skip records created since its last replay). scope narrows the records.
 //
 //	SELECT id FROM posts [WHERE <scope>] AND posts.id > ? ORDER BY posts.id LIMIT 500
-func keysetPages(db *gorm.DB, m *modelMeta, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
-	pk := []clause.Column{{Table: clause.CurrentTable, Name: m.key.column}}
+func keysetPages(db *gorm.DB, m *XModel, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
+	pk := []clause.Column{{Table: clause.CurrentTable, Name: m.Key.Column}}
 	var start []any
 	if after != nil {
 		start = []any{after}
 	}
 	read := func(after []any) (reflect.Value, int, []any, error) {
-		page := reflect.New(reflect.SliceOf(m.typ))
-		q := WithoutFill(session.Primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column).
+		page := reflect.New(reflect.SliceOf(m.Type))
+		q := WithoutFill(session.Primary(db, m.Table)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Column).
 			Order(keyset.Order(pk)).Limit(size)
 		if scope != nil {
 			q = scope(q)
@@ -41,7 +41,7 @@ func keysetPages(db *gorm.DB, m *modelMeta, size int, after any, scope func(*gor
 		if n == 0 {
 			return page, 0, nil, nil
 		}
-		return page.Elem(), n, []any{m.key.value(page.Elem().Index(n - 1))}, nil
+		return page.Elem(), n, []any{m.Key.Value(page.Elem().Index(n - 1))}, nil
 	}
 	return keyset.Walk(session.Context(db), size, start, read, func(page reflect.Value, last []any) error { return visit(page, last[0]) })
 }

@@ -10,8 +10,8 @@ import (
 // valid UTF-8 without NUL bytes, 1..MaxKeyLen bytes. PostgreSQL cannot store
 // anything else in a text column (22021), SQLite would store it as text and
 // MySQL as whatever bytes it got, so the same key would name one counter on
-// one database and fail on another. checkKey refuses them before any SQL.
-func checkKey(what, s string) error {
+// one database and fail on another. XCheckKey refuses them before any SQL.
+func XCheckKey(what, s string) error {
 	switch {
 	case len(s) > MaxKeyLen:
 		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrUnsupportedKey, what, len(s), MaxKeyLen)

@@ -126,26 +126,26 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 	windowed := !opts.From.IsZero() || !opts.To.IsZero()
 	read := opts.Read
 	switch {
-	case read == ReadAuto && c.cache != "" && !windowed:
+	case read == ReadAuto && c.Cache != "" && !windowed:
 		read = ReadFast
 	case read == ReadAuto:
 		read = ReadExact
-	case read == ReadFast && c.cache == "":
-		return nil, fmt.Errorf("%w: ReadFast: counter %q has no cache: column", ErrInvalidArgument, c.name)
+	case read == ReadFast && c.Cache == "":
+		return nil, fmt.Errorf("%w: ReadFast: counter %q has no cache: column", ErrInvalidArgument, c.Name)
 	case read == ReadFast && windowed:
 		return nil, fmt.Errorf("%w: ReadFast: a window has no cache column; use ReadExact", ErrInvalidArgument)
 	case read != ReadFast && read != ReadExact:
 		return nil, fmt.Errorf("%w: Read %d", ErrInvalidArgument, read)
 	}
 	r := ranking{m: m, c: c, limit: opts.Limit, offset: opts.Offset, after: opts.After, asc: opts.Ascending, read: read}
-	fp := fmt.Sprintf("list|%s|%s|%t", c.recordType, read, opts.Ascending)
+	fp := fmt.Sprintf("list|%s|%s|%t", c.RecordType, read, opts.Ascending)
 	var buckets []bucketing.Bucket
 	switch {
 	case windowed:
-		if c.bucket == nil {
+		if c.Bucket == nil {
 			return nil, notBucketed(c)
 		}
-		if buckets, err = c.bucket.Between(opts.From, opts.To); err != nil {
+		if buckets, err = c.Bucket.Between(opts.From, opts.To); err != nil {
 			return nil, err
 		}
 		if len(buckets) > 0 {
@@ -153,7 +153,7 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 		}
 		r.sub = p.totals(db, anys(bucketTypes(c, buckets)))
 	case read == ReadExact:
-		r.sub = p.totals(db, []any{c.recordType})
+		r.sub = p.totals(db, []any{c.RecordType})
 	}
 	r.fingerprint = fp
 	if err := r.check(); err != nil {
@@ -171,8 +171,8 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 
 // ranking is one page of a listing or of Trending, ready to run.
 type ranking struct {
-	m           *modelMeta
-	c           *counter
+	m           *XModel
+	c           *XCounter
 	read        Read
 	sub         *gorm.DB // the grouped totals joined to the model (nil: the cache column)
 	limit       int
@@ -220,10 +220,10 @@ func (r *ranking) cursor() (*cursor, error) {
 	if cur.Listing != fingerprint(r.fingerprint) {
 		return nil, fmt.Errorf("%w: the page cursor belongs to another listing", ErrInvalidArgument)
 	}
-	if err := checkKey("record id", cur.ID); err != nil {
+	if err := XCheckKey("record id", cur.ID); err != nil {
 		return nil, fmt.Errorf("%w: page cursor: %v", ErrInvalidArgument, err)
 	}
-	if _, ok := r.m.key.parse(cur.ID); !ok {
+	if _, ok := r.m.Key.Parse(cur.ID); !ok {
 		return nil, fmt.Errorf("%w: page cursor key %q", ErrInvalidArgument, cur.ID)
 	}
 	return &cur, nil
@@ -243,34 +243,34 @@ func (r *ranking) encode(sort int64, id string) string {
 // rank runs a page: the ranking statement, then the records by key.
 func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error) {
 	if model == nil { // gorm would refuse it with an untyped error
-		return nil, fmt.Errorf("%w: nil %T; pass &%s{}", ErrUnsupportedModel, model, r.m.typ.Name())
+		return nil, fmt.Errorf("%w: nil %T; pass &%s{}", ErrUnsupportedModel, model, r.m.Type.Name())
 	}
 	cur, err := r.cursor()
 	if err != nil {
 		return nil, err
 	}
 	m := r.m
-	if err := m.key.textual(); r.sub != nil && err != nil {
+	if err := m.Key.Textual(); r.sub != nil && err != nil {
 		return nil, err
 	}
 	db = db.Session(&gorm.Session{}) // two statements from the caller's conditions: neither may see the other's clauses
-	pk := clause.Column{Table: clause.CurrentTable, Name: m.key.column}
+	pk := clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}
 	q := WithoutFill(db).Model(model)
 	var sort string
 	if r.sub != nil {
-		alias := "slotted_" + identifier(r.c.name) + "_rank"
+		alias := "slotted_" + identifier(r.c.Name) + "_rank"
 		quoted := q.Statement.Quote(alias)
 		key := "?"
-		if m.key.kind != reflect.String {
+		if m.Key.Kind != reflect.String {
 			key = "CAST(? AS " + p.dialect.TextType + ")"
 		}
 		q = q.Joins("LEFT JOIN (?) "+quoted+" ON "+quoted+".slotted_id = "+key, r.sub, pk)
 		sort = "COALESCE(" + q.Statement.Quote(clause.Column{Table: alias, Name: "slotted_total"}) + ", 0)"
 	} else {
-		sort = q.Statement.Quote(clause.Column{Table: m.table, Name: r.c.cache})
+		sort = q.Statement.Quote(clause.Column{Table: m.Table, Name: r.c.Cache})
 	}
 	if cur != nil {
-		key, _ := m.key.parse(cur.ID)
+		key, _ := m.Key.Parse(cur.ID)
 		lt, le := "<", "<="
 		if r.asc {
 			lt, le = ">", ">="
@@ -295,10 +295,10 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 		sorts = map[string]int64{}
 	)
 	for rows.Next() {
-		kv := reflect.New(m.key.typ)
+		kv := reflect.New(m.Key.Type)
 		dest := kv.Interface()
 		var text string
-		if _, scanner := dest.(sql.Scanner); m.key.kind == reflect.Interface && !scanner {
+		if _, scanner := dest.(sql.Scanner); m.Key.Kind == reflect.Interface && !scanner {
 			dest = &text
 		}
 		var s int64
@@ -338,9 +338,9 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 	}
 	byID := make(map[string]int, len(found))
 	for i := range found {
-		id, err := m.key.id(reflect.ValueOf(&found[i]).Elem())
+		id, err := m.Key.ID(reflect.ValueOf(&found[i]).Elem())
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.typ, err)
+			return nil, fmt.Errorf("%s: %w", m.Type, err)
 		}
 		byID[id] = i
 	}
@@ -355,12 +355,12 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 }
 
 // keyText is the record_id of a scanned primary key value.
-func keyText(m *modelMeta, key reflect.Value) (string, error) {
-	holder := reflect.New(m.typ).Elem()
-	f, ok := walk(holder, m.key.index, true)
+func keyText(m *XModel, key reflect.Value) (string, error) {
+	holder := reflect.New(m.Type).Elem()
+	f, ok := walk(holder, m.Key.Index, true)
 	if !ok {
-		return "", fmt.Errorf("%w: %s: primary key field not settable", ErrUnsupportedModel, m.typ)
+		return "", fmt.Errorf("%w: %s: primary key field not settable", ErrUnsupportedModel, m.Type)
 	}
 	f.Set(key)
-	return m.key.id(holder)
+	return m.Key.ID(holder)
 }

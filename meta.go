@@ -10,37 +10,37 @@ import (
 	"github.com/slotted-go/slotted/internal/bucketing"
 )
 
-// modelMeta is what the plugin knows about one model type. It is built once
+// XModel is what the plugin knows about one model type. It is built once
 // per type and cached on the plugin, so the hot path does no tag parsing and
 // no schema lookups.
-type modelMeta struct {
-	typ      reflect.Type // the struct type
-	table    string
-	key      recordKey
-	counters []*counter
-	byName   map[string]*counter // tag name and Go field name
-	// columns are counter fields that gorm still maps to a column (no gorm:"-"):
+type XModel struct {
+	Type      reflect.Type // the struct type
+	Table    string
+	Key      XKey
+	Counters []*XCounter
+	ByName   map[string]*XCounter // tag name and Go field name
+	// Columns are counter fields that gorm still maps to a column (no gorm:"-"):
 	// they are omitted from the model's INSERT, UPDATE and SELECT statements.
-	columns []string
-	extras  []*extraField // fields filled beside the counters: window:, series:, applied (extras.go)
+	Columns []string
+	Extras  []*XExtra // fields filled beside the counters: window:, series:, applied (extras.go)
 }
 
-// counter is one counter field of a model.
-type counter struct {
-	name       string // tag name, e.g. "likes"
-	recordType string // e.g. "posts.likes"
-	slots      int
-	index      []int // struct field index path
-	kind       reflect.Kind
-	cache      string // column of the parent table RollUp writes the total to, or ""
-	cacheIndex []int  // that column's struct field
+// XCounter is one XCounter field of a model.
+type XCounter struct {
+	Name       string // tag name, e.g. "likes"
+	RecordType string // e.g. "posts.likes"
+	Slots      int
+	Index      []int // struct field index path
+	Kind       reflect.Kind
+	Cache      string // column of the parent table RollUp writes the total to, or ""
+	CacheIndex []int  // that column's struct field
 
-	bucket *bucketing.Scheme // the buckets: option (bucket.go), or nil
+	Bucket *bucketing.Scheme // the buckets: option (bucket.go), or nil
 }
 
 // modelResult caches a failed build too: a model's tags do not change at run time.
 type modelResult struct {
-	meta *modelMeta
+	meta *XModel
 	err  error
 }
 
@@ -54,7 +54,7 @@ type modelResult struct {
 // schema already, metaOfSchema: the per-type cache.
 
 // metaOfType returns the metadata of a struct type, parsing the gorm schema on first use.
-func (p *Plugin) metaOfType(db *gorm.DB, typ reflect.Type) (*modelMeta, error) {
+func (p *Plugin) metaOfType(db *gorm.DB, typ reflect.Type) (*XModel, error) {
 	if r, ok := p.models.Load(typ); ok {
 		r := r.(*modelResult)
 		return r.meta, r.err
@@ -69,7 +69,7 @@ func (p *Plugin) metaOfType(db *gorm.DB, typ reflect.Type) (*modelMeta, error) {
 // metaOfSchema is metaOfType for callbacks, which already hold the parsed schema.
 // On a bad tag it returns the error and a meta holding only columns, so the
 // omit callbacks still keep counter fields out of the parent table's SQL.
-func (p *Plugin) metaOfSchema(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
+func (p *Plugin) metaOfSchema(db *gorm.DB, s *schema.Schema) (*XModel, error) {
 	if r, ok := p.models.Load(s.ModelType); ok {
 		r := r.(*modelResult)
 		return r.meta, r.err
@@ -79,9 +79,9 @@ func (p *Plugin) metaOfSchema(db *gorm.DB, s *schema.Schema) (*modelMeta, error)
 	return r.(*modelResult).meta, r.(*modelResult).err
 }
 
-// pointerArg checks a write's model argument: writes move the model's field
+// XPointerArg checks a write's model argument: writes move the model's field
 // too, so it must be a non-nil pointer to a struct.
-func pointerArg(model any) error {
+func XPointerArg(model any) error {
 	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("%w: %T: writes need a non-nil pointer to a struct", ErrUnsupportedModel, model)
 	}
@@ -89,8 +89,8 @@ func pointerArg(model any) error {
 }
 
 // writeTarget is target for a write (pointerArg).
-func (p *Plugin) writeTarget(db *gorm.DB, model any, name string) (*counter, reflect.Value, string, error) {
-	if err := pointerArg(model); err != nil {
+func (p *Plugin) writeTarget(db *gorm.DB, model any, name string) (*XCounter, reflect.Value, string, error) {
+	if err := XPointerArg(model); err != nil {
 		return nil, reflect.Value{}, "", err
 	}
 	c, v, id, err := p.target(db, model, name)
@@ -102,7 +102,7 @@ func (p *Plugin) writeTarget(db *gorm.DB, model any, name string) (*counter, ref
 
 // target finds the counter and record_id of one model value (a struct or a
 // pointer to one). v is the struct itself, for moving the in-memory field.
-func (p *Plugin) target(db *gorm.DB, model any, name string) (c *counter, v reflect.Value, id string, err error) {
+func (p *Plugin) target(db *gorm.DB, model any, name string) (c *XCounter, v reflect.Value, id string, err error) {
 	if model == nil {
 		return nil, v, "", fmt.Errorf("%w: nil model", ErrUnsupportedModel)
 	}
@@ -120,18 +120,18 @@ func (p *Plugin) target(db *gorm.DB, model any, name string) (c *counter, v refl
 	if err != nil {
 		return nil, v, "", err
 	}
-	if c, err = m.counter(name); err != nil {
+	if c, err = m.Counter(name); err != nil {
 		return nil, v, "", err
 	}
-	if id, err = m.key.id(v); err != nil {
-		return nil, v, "", fmt.Errorf("%s: %w", m.typ, err)
+	if id, err = m.Key.ID(v); err != nil {
+		return nil, v, "", fmt.Errorf("%s: %w", m.Type, err)
 	}
 	return c, v, id, nil
 }
 
-// settable refuses models whose counter field a call cannot set: a struct
+// XSettable refuses models whose counter field a call cannot set: a struct
 // passed by value, or a nil pointer.
-func settable(model any) error {
+func XSettable(model any) error {
 	if rv := reflect.ValueOf(model); rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("%w: %T: this call sets the counter field, so it needs a non-nil pointer to a struct", ErrUnsupportedModel, model)
 	}
@@ -139,16 +139,16 @@ func settable(model any) error {
 }
 
 // modelArg resolves an argument that names a model type, such as &Post{}.
-func (p *Plugin) modelArg(db *gorm.DB, model any) (*modelMeta, error) {
+func (p *Plugin) modelArg(db *gorm.DB, model any) (*XModel, error) {
 	var typ reflect.Type
 	if model != nil {
-		typ = structType(reflect.TypeOf(model))
+		typ = XStructType(reflect.TypeOf(model))
 	}
 	if typ == nil {
 		return nil, fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
 	}
 	m, err := p.metaOfType(db, typ)
-	if err == nil && len(m.counters) == 0 {
+	if err == nil && len(m.Counters) == 0 {
 		err = fmt.Errorf("%w: %s has no counters", ErrUnknownCounter, typ)
 	}
 	return m, err
@@ -157,7 +157,7 @@ func (p *Plugin) modelArg(db *gorm.DB, model any) (*modelMeta, error) {
 // modelsArg resolves Load/RollUp's models argument: a pointer to a struct,
 // or a slice or array (or a pointer to one) of structs or struct pointers.
 // elem is the value the records are read from and written to.
-func (p *Plugin) modelsArg(db *gorm.DB, models any) (m *modelMeta, elem reflect.Value, err error) {
+func (p *Plugin) modelsArg(db *gorm.DB, models any) (m *XModel, elem reflect.Value, err error) {
 	rv := reflect.ValueOf(models)
 	if !rv.IsValid() || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
 		return nil, rv, fmt.Errorf("%w: nil models", ErrUnsupportedModel)
@@ -166,7 +166,7 @@ func (p *Plugin) modelsArg(db *gorm.DB, models any) (m *modelMeta, elem reflect.
 	if (elem.Kind() == reflect.Struct || elem.Kind() == reflect.Array) && rv.Kind() != reflect.Pointer {
 		return nil, rv, fmt.Errorf("%w: %T cannot be changed when passed by value; pass a pointer", ErrUnsupportedModel, models)
 	}
-	typ := structType(rv.Type())
+	typ := XStructType(rv.Type())
 	if typ == nil {
 		return nil, rv, fmt.Errorf("%w: %T is not a struct, slice of structs, or pointer to one", ErrUnsupportedModel, models)
 	}
@@ -174,8 +174,8 @@ func (p *Plugin) modelsArg(db *gorm.DB, models any) (m *modelMeta, elem reflect.
 	return m, elem, err
 }
 
-// structType returns the struct type behind pointers, slices and arrays, or nil.
-func structType(t reflect.Type) reflect.Type {
+// XStructType returns the struct type behind pointers, slices and arrays, or nil.
+func XStructType(t reflect.Type) reflect.Type {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 		t = t.Elem()
 	}
@@ -185,11 +185,11 @@ func structType(t reflect.Type) reflect.Type {
 	return t
 }
 
-func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
-	m := &modelMeta{typ: s.ModelType, table: s.Table, byName: map[string]*counter{}}
+func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*XModel, error) {
+	m := &XModel{Type: s.ModelType, Table: s.Table, ByName: map[string]*XCounter{}}
 	for _, f := range s.Fields {
 		if _, ok := f.Tag.Lookup("slotted"); ok && f.DBName != "" && (f.Creatable || f.Updatable || f.Readable) {
-			m.columns = append(m.columns, f.DBName)
+			m.Columns = append(m.Columns, f.DBName)
 		}
 	}
 	for _, f := range s.Fields {
@@ -199,38 +199,38 @@ func (p *Plugin) buildMeta(db *gorm.DB, s *schema.Schema) (*modelMeta, error) {
 		}
 		if e, ok, err := parseExtra(f, tag); ok {
 			if err != nil {
-				return &modelMeta{typ: m.typ, columns: m.columns}, fmt.Errorf("%s.%s: %w", s.Name, f.Name, err)
+				return &XModel{Type: m.Type, Columns: m.Columns}, fmt.Errorf("%s.%s: %w", s.Name, f.Name, err)
 			}
-			m.extras = append(m.extras, e)
+			m.Extras = append(m.Extras, e)
 			continue
 		}
 		c, err := p.buildCounter(db, s, f, tag)
 		if err != nil {
-			return &modelMeta{typ: m.typ, columns: m.columns}, err
+			return &XModel{Type: m.Type, Columns: m.Columns}, err
 		}
-		for _, name := range []string{c.name, f.Name} {
-			if prev, dup := m.byName[name]; dup && prev != c {
-				return &modelMeta{typ: m.typ, columns: m.columns}, fmt.Errorf("%w: %s: two counters named %q", ErrInvalidConfig, s.Name, name)
+		for _, name := range []string{c.Name, f.Name} {
+			if prev, dup := m.ByName[name]; dup && prev != c {
+				return &XModel{Type: m.Type, Columns: m.Columns}, fmt.Errorf("%w: %s: two counters named %q", ErrInvalidConfig, s.Name, name)
 			}
-			m.byName[name] = c
+			m.ByName[name] = c
 		}
-		m.counters = append(m.counters, c)
+		m.Counters = append(m.Counters, c)
 	}
 	if err := m.resolveExtras(); err != nil {
-		return &modelMeta{typ: m.typ, columns: m.columns}, fmt.Errorf("%s: %w", s.Name, err)
+		return &XModel{Type: m.Type, Columns: m.Columns}, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	if len(m.counters) == 0 {
+	if len(m.Counters) == 0 {
 		return m, nil // a model without counters: callbacks skip it; the API reports ErrUnknownCounter
 	}
 	key, err := newRecordKey(s)
 	if err != nil {
-		return &modelMeta{typ: m.typ, columns: m.columns}, err
+		return &XModel{Type: m.Type, Columns: m.Columns}, err
 	}
-	m.key = key
+	m.Key = key
 	return m, nil
 }
 
-func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, tag string) (*counter, error) {
+func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, tag string) (*XCounter, error) {
 	o, err := parseTag(tag)
 	if err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", s.Name, f.Name, err)
@@ -241,20 +241,20 @@ func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, ta
 	default:
 		return nil, fmt.Errorf("%w: %s.%s: a counter field must be an integer, not %s", ErrInvalidConfig, s.Name, f.Name, f.FieldType)
 	}
-	c := &counter{name: o.name, recordType: o.recordType, slots: o.slots, index: f.StructField.Index, kind: f.FieldType.Kind()}
-	if c.name == "" {
-		c.name = db.NamingStrategy.ColumnName("", f.Name)
+	c := &XCounter{Name: o.name, RecordType: o.recordType, Slots: o.slots, Index: f.StructField.Index, Kind: f.FieldType.Kind()}
+	if c.Name == "" {
+		c.Name = db.NamingStrategy.ColumnName("", f.Name)
 	}
-	if c.recordType == "" {
-		c.recordType = s.Table + "." + c.name
+	if c.RecordType == "" {
+		c.RecordType = s.Table + "." + c.Name
 	}
-	if err := checkKey("record_type", c.recordType); err != nil {
+	if err := XCheckKey("record_type", c.RecordType); err != nil {
 		return nil, fmt.Errorf("%w: %s.%s: %v; set type: in the tag", ErrInvalidConfig, s.Name, f.Name, err)
 	}
-	if c.slots == 0 {
-		c.slots = p.cfg.Slots
+	if c.Slots == 0 {
+		c.Slots = p.cfg.Slots
 	}
-	if c.bucket, err = bucketing.New(o.Tag, c.recordType, p.cfg.Location); err != nil {
+	if c.Bucket, err = bucketing.New(o.Tag, c.RecordType, p.cfg.Location); err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", s.Name, f.Name, err)
 	}
 	if o.cache != "" {
@@ -265,27 +265,27 @@ func (p *Plugin) buildCounter(db *gorm.DB, s *schema.Schema, f *schema.Field, ta
 		if k := cf.FieldType.Kind(); k < reflect.Int || k > reflect.Uint64 {
 			return nil, fmt.Errorf("%w: %s.%s: cache column %q must be an integer field", ErrInvalidConfig, s.Name, f.Name, o.cache)
 		}
-		c.cache, c.cacheIndex = cf.DBName, cf.StructField.Index
+		c.Cache, c.CacheIndex = cf.DBName, cf.StructField.Index
 	}
 	return c, nil
 }
 
-// counter returns the named counter of the model.
-func (m *modelMeta) counter(name string) (*counter, error) {
-	if c, ok := m.byName[name]; ok {
+// Counter returns the named Counter of the model.
+func (m *XModel) Counter(name string) (*XCounter, error) {
+	if c, ok := m.ByName[name]; ok {
 		return c, nil
 	}
-	return nil, fmt.Errorf("%w: %s has no counter %q", ErrUnknownCounter, m.typ, name)
+	return nil, fmt.Errorf("%w: %s has no counter %q", ErrUnknownCounter, m.Type, name)
 }
 
-// selected returns the named counters, or all of them when names is empty.
-func (m *modelMeta) selected(names []string) ([]*counter, error) {
+// Selected returns the named counters, or all of them when names is empty.
+func (m *XModel) Selected(names []string) ([]*XCounter, error) {
 	if len(names) == 0 {
-		return m.counters, nil
+		return m.Counters, nil
 	}
-	out := make([]*counter, 0, len(names))
+	out := make([]*XCounter, 0, len(names))
 	for _, name := range names {
-		c, err := m.counter(name)
+		c, err := m.Counter(name)
 		if err != nil {
 			return nil, err
 		}
@@ -294,37 +294,37 @@ func (m *modelMeta) selected(names []string) ([]*counter, error) {
 	return out, nil
 }
 
-// cached returns the named counters (all when names is empty) that have a cache column.
-func (m *modelMeta) cached(names []string) ([]*counter, error) {
+// Cached returns the named counters (all when names is empty) that have a cache column.
+func (m *XModel) Cached(names []string) ([]*XCounter, error) {
 	if len(names) == 0 {
-		var out []*counter
-		for _, c := range m.counters {
-			if c.cache != "" {
+		var out []*XCounter
+		for _, c := range m.Counters {
+			if c.Cache != "" {
 				out = append(out, c)
 			}
 		}
 		if len(out) == 0 {
-			return nil, fmt.Errorf("%w: no counter of %s has a cache: column", ErrInvalidConfig, m.typ)
+			return nil, fmt.Errorf("%w: no counter of %s has a cache: column", ErrInvalidConfig, m.Type)
 		}
 		return out, nil
 	}
-	out, err := m.selected(names)
+	out, err := m.Selected(names)
 	if err != nil {
 		return nil, err
 	}
 	for i, c := range out {
-		if c.cache == "" {
-			return nil, fmt.Errorf("%w: counter %q of %s has no cache: column", ErrInvalidConfig, names[i], m.typ)
+		if c.Cache == "" {
+			return nil, fmt.Errorf("%w: counter %q of %s has no cache: column", ErrInvalidConfig, names[i], m.Type)
 		}
 	}
 	return out, nil
 }
 
-// recordTypes lists the counters' record types as bind values.
-func recordTypes(counters []*counter) []any {
+// XRecordTypes lists the counters' record types as bind values.
+func XRecordTypes(counters []*XCounter) []any {
 	types := make([]any, len(counters))
 	for i, c := range counters {
-		types[i] = c.recordType
+		types[i] = c.RecordType
 	}
 	return types
 }

@@ -101,8 +101,8 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 		return false, err
 	}
 	rows := rowsOf(make([]batchRow, 0, 2), c, id, delta, p.cfg.Now())
-	if applied, err = p.addOnce(db, Ref{Type: c.recordType, ID: id}, rows, delta, key, o); applied {
-		c.add(v, delta)
+	if applied, err = p.addOnce(db, Ref{Type: c.RecordType, ID: id}, rows, delta, key, o); applied {
+		c.Add(v, delta)
 	}
 	return applied, err
 }
@@ -150,11 +150,11 @@ func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed boo
 		return false, err
 	}
 	now := p.cfg.Now()
-	delta, removed, err := p.removeOnce(db, Ref{Type: c.recordType, ID: id}, func(d int64) []batchRow {
+	delta, removed, err := p.removeOnce(db, Ref{Type: c.RecordType, ID: id}, func(d int64) []batchRow {
 		return rowsOf(make([]batchRow, 0, 2), c, id, d, now)
 	}, key)
 	if removed {
-		c.add(v, -delta)
+		c.Add(v, -delta)
 	}
 	return removed, err
 }
@@ -181,7 +181,7 @@ func checkOnceKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: the once key is empty", ErrUnsupportedKey)
 	}
-	return checkKey("the once key", key)
+	return XCheckKey("the once key", key)
 }
 
 // onceArgs checks AddOnce's arguments. MinInt64 is refused because

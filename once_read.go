@@ -49,7 +49,7 @@ func Applied(db *gorm.DB, model any, counter, key string) (bool, error) {
 	if err := checkOnceKey(key); err != nil {
 		return false, err
 	}
-	got, err := p.appliedKeys(db, c.recordType, []string{id}, key)
+	got, err := p.appliedKeys(db, c.RecordType, []string{id}, key)
 	return got[id], err
 }
 
@@ -68,7 +68,7 @@ func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := m.counter(counter)
+	c, err := m.Counter(counter)
 	if err != nil {
 		return nil, err
 	}
@@ -78,17 +78,17 @@ func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
 	if err := noNilElems(elem); err != nil {
 		return nil, err
 	}
-	rs, err := m.records(elem, true)
+	rs, err := m.Records(elem, true)
 	if err != nil {
 		return nil, err
 	}
-	got, err := p.appliedKeys(db, c.recordType, rs.ids, key)
+	got, err := p.appliedKeys(db, c.RecordType, rs.IDs, key)
 	if err != nil {
 		return nil, err
 	}
 	var out []bool
-	eachStruct(elem, func(s reflect.Value) {
-		id, _ := m.key.id(s) // records checked every key
+	XEachStruct(elem, func(s reflect.Value) {
+		id, _ := m.Key.ID(s) // records checked every key
 		out = append(out, got[id])
 	})
 	return out, nil
@@ -109,17 +109,17 @@ func LoadApplied(db *gorm.DB, models any, key string, fields ...string) error {
 	if err := checkOnceKey(key); err != nil {
 		return err
 	}
-	if err := m.extrasNamed(fields, extraApplied); err != nil {
+	if err := m.ExtrasNamed(fields, XExtraApplied); err != nil {
 		return err
 	}
 	var applied []string
-	for _, e := range m.extras {
-		if e.kind == extraApplied && (len(fields) == 0 || containsName(fields, e.name, e.counter)) {
-			applied = append(applied, e.name)
+	for _, e := range m.Extras {
+		if e.Kind == XExtraApplied && (len(fields) == 0 || containsName(fields, e.Name, e.Counter)) {
+			applied = append(applied, e.Name)
 		}
 	}
 	if len(applied) == 0 {
-		return fmt.Errorf("%w: %s has no applied field (`slotted:\"<counter>;applied\"`)%s", ErrUnknownCounter, m.typ, namesSuffix(fields))
+		return fmt.Errorf("%w: %s has no applied field (`slotted:\"<counter>;applied\"`)%s", ErrUnknownCounter, m.Type, namesSuffix(fields))
 	}
 	return p.fillExtras(db, m, elem, key, true, applied...)
 }
@@ -157,7 +157,7 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 		return nil, fmt.Errorf("%w: OnceKeys' limit %d not in 1..%d", ErrInvalidArgument, limit, MaxKeysPage)
 	}
 	if after != "" {
-		if err := checkKey("OnceKeys' after", after); err != nil {
+		if err := XCheckKey("OnceKeys' after", after); err != nil {
 			return nil, err
 		}
 	}
@@ -165,7 +165,7 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 	var keys []string
 	tx := session.Routed(db)
 	err = tx.Table(p.cfg.OnceTable).
-		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.recordType}).
+		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.RecordType}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: id}).
 		Where(live(time.Now())).
 		Where(clause.Gt{Column: opKey, Value: after}).
@@ -245,12 +245,12 @@ func WhereApplied(model any, name, key string) func(*gorm.DB) *gorm.DB {
 			return db
 		}
 		m, err := p.modelArg(db, model)
-		var c *counter
+		var c *XCounter
 		if err == nil {
-			c, err = m.counter(name)
+			c, err = m.Counter(name)
 		}
 		if err == nil {
-			err = m.key.textual()
+			err = m.Key.Textual()
 		}
 		if err == nil {
 			err = checkOnceKey(key)
@@ -260,14 +260,14 @@ func WhereApplied(model any, name, key string) func(*gorm.DB) *gorm.DB {
 			return db
 		}
 		id := "?"
-		if m.key.kind != reflect.String {
+		if m.Key.Kind != reflect.String {
 			id = "CAST(? AS " + p.dialect.TextType + ")" // record_id is text: the parent's key is cast, record_id keeps its index
 		}
 		sub := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.OnceTable).Select("1").
-			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.recordType}).
+			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.RecordType}).
 			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
 			Where(live(time.Now())).
-			Where("? = "+id, clause.Column{Name: "record_id"}, clause.Column{Table: m.table, Name: m.key.column})
+			Where("? = "+id, clause.Column{Name: "record_id"}, clause.Column{Table: m.Table, Name: m.Key.Column})
 		return db.Where("EXISTS (?)", sub)
 	}
 }

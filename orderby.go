@@ -150,19 +150,19 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 	if err != nil {
 		return db, "", err
 	}
-	c, err := m.counter(counter)
+	c, err := m.Counter(counter)
 	if err != nil {
 		return db, "", err
 	}
-	if err := m.key.textual(); err != nil {
+	if err := m.Key.Textual(); err != nil {
 		return db, "", err
 	}
-	types, alias := []any{c.recordType}, "slotted_"+identifier(c.name)
+	types, alias := []any{c.RecordType}, "slotted_"+identifier(c.Name)
 	if w != nil {
-		if c.bucket == nil {
+		if c.Bucket == nil {
 			return db, "", notBucketed(c)
 		}
-		buckets, err := c.bucket.Between(w.from, w.to)
+		buckets, err := c.Bucket.Between(w.from, w.to)
 		if err != nil {
 			return db, "", err
 		}
@@ -170,7 +170,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 	}
 	quoted := db.Statement.Quote(alias)
 	key := "?"
-	if m.key.kind != reflect.String {
+	if m.Key.Kind != reflect.String {
 		key = "CAST(? AS " + p.dialect.TextType + ")"
 	}
 	join := "LEFT JOIN (?) " + quoted + " ON " + quoted + ".slotted_id = " + key
@@ -181,7 +181,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 		}
 	}
 	sub := p.totals(db, types)
-	return db.Joins(join, sub, clause.Column{Table: clause.CurrentTable, Name: m.key.column}), total, nil
+	return db.Joins(join, sub, clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}), total, nil
 }
 
 // totals is the grouped sum the scopes join and Top ranks:
@@ -217,15 +217,15 @@ func identifier(name string) string {
 	return string(b)
 }
 
-// textual reports whether the database's text form of the key (CAST(id AS
+// Textual reports whether the database's text form of the key (CAST(id AS
 // text)) is its record_id: integers, strings, and Valuers that bind text or
 // integers (uuid.UUID); not keys written to record_id as hex bytes.
-func (k recordKey) textual() error {
-	if k.kind != reflect.Interface {
+func (k XKey) Textual() error {
+	if k.Kind != reflect.Interface {
 		return nil
 	}
-	if k.typ.Kind() != reflect.Pointer {
-		if v, ok := reflect.New(k.typ).Elem().Interface().(driver.Valuer); ok {
+	if k.Type.Kind() != reflect.Pointer {
+		if v, ok := reflect.New(k.Type).Elem().Interface().(driver.Valuer); ok {
 			if dv, err := v.Value(); err == nil {
 				switch dv.(type) {
 				case string, int64:
@@ -234,5 +234,5 @@ func (k recordKey) textual() error {
 			}
 		}
 	}
-	return fmt.Errorf("%w: %s keys are not stored as their record_id text, so their counters cannot be joined", ErrUnsupportedKey, k.typ)
+	return fmt.Errorf("%w: %s keys are not stored as their record_id text, so their counters cannot be joined", ErrUnsupportedKey, k.Type)
 }

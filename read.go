@@ -31,7 +31,7 @@ func Count(db *gorm.DB, model any, counter string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p.sum(db, c.recordType, id)
+	return p.sum(db, c.RecordType, id)
 }
 
 // CountRef returns the total of the counter named by ref; see Ref.
@@ -84,7 +84,7 @@ func Load(db *gorm.DB, models any, counters ...string) error {
 	if err != nil {
 		return err
 	}
-	selected, err := m.selected(counters)
+	selected, err := m.Selected(counters)
 	if err != nil {
 		return err
 	}
@@ -95,49 +95,49 @@ func Load(db *gorm.DB, models any, counters ...string) error {
 // slice/array of structs or pointers) and sets their fields; counters with no
 // rows are set to 0. strict makes a record without a primary key an error;
 // auto-fill leaves such records alone (a Select that skipped the key column).
-func (p *Plugin) fill(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.Value, strict bool) error {
-	rs, err := m.records(v, strict)
-	if err != nil || len(rs.ids) == 0 || len(selected) == 0 {
+func (p *Plugin) fill(db *gorm.DB, m *XModel, selected []*XCounter, v reflect.Value, strict bool) error {
+	rs, err := m.Records(v, strict)
+	if err != nil || len(rs.IDs) == 0 || len(selected) == 0 {
 		return err
 	}
-	totals := make(map[[2]string]int64, len(rs.ids)*len(selected))
-	for chunk := range slices.Chunk(rs.ids, loadChunk) {
-		if err := p.sums(db, recordTypes(selected), chunk, totals); err != nil {
+	totals := make(map[[2]string]int64, len(rs.IDs)*len(selected))
+	for chunk := range slices.Chunk(rs.IDs, loadChunk) {
+		if err := p.sums(db, XRecordTypes(selected), chunk, totals); err != nil {
 			return err
 		}
 	}
-	for id, structs := range rs.byID {
+	for id, structs := range rs.ByID {
 		for _, c := range selected {
-			n := totals[[2]string{c.recordType, id}]
+			n := totals[[2]string{c.RecordType, id}]
 			for _, s := range structs {
-				c.set(s, n)
+				c.Set(s, n)
 			}
 		}
 	}
 	return nil
 }
 
-// records groups the structs of one load by record_id, in first-seen order.
-type records struct {
-	ids  []string
-	byID map[string][]reflect.Value
+// XRecords groups the structs of one load by record_id, in first-seen order.
+type XRecords struct {
+	IDs  []string
+	ByID map[string][]reflect.Value
 }
 
-func (m *modelMeta) records(v reflect.Value, strict bool) (records, error) {
-	rs := records{byID: map[string][]reflect.Value{}}
+func (m *XModel) Records(v reflect.Value, strict bool) (XRecords, error) {
+	rs := XRecords{ByID: map[string][]reflect.Value{}}
 	var err error
-	eachStruct(v, func(s reflect.Value) {
-		id, idErr := m.key.id(s)
+	XEachStruct(v, func(s reflect.Value) {
+		id, idErr := m.Key.ID(s)
 		if idErr != nil {
 			if strict && err == nil {
-				err = fmt.Errorf("%s: %w", m.typ, idErr)
+				err = fmt.Errorf("%s: %w", m.Type, idErr)
 			}
 			return
 		}
-		if _, seen := rs.byID[id]; !seen {
-			rs.ids = append(rs.ids, id)
+		if _, seen := rs.ByID[id]; !seen {
+			rs.IDs = append(rs.IDs, id)
 		}
-		rs.byID[id] = append(rs.byID[id], s)
+		rs.ByID[id] = append(rs.ByID[id], s)
 	})
 	return rs, err
 }
@@ -176,16 +176,16 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 	return overflowed(rows.Err())
 }
 
-// eachStruct calls fn for every addressable struct in v, skipping nil pointers.
-func eachStruct(v reflect.Value, fn func(reflect.Value)) {
+// XEachStruct calls fn for every addressable struct in v, skipping nil pointers.
+func XEachStruct(v reflect.Value, fn func(reflect.Value)) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			eachStruct(v.Elem(), fn)
+			XEachStruct(v.Elem(), fn)
 		}
 	case reflect.Slice, reflect.Array:
 		for i := 0; i < v.Len(); i++ {
-			eachStruct(v.Index(i), fn)
+			XEachStruct(v.Index(i), fn)
 		}
 	case reflect.Struct:
 		fn(v)

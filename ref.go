@@ -30,13 +30,13 @@ func (r Ref) validate() error {
 	if r.Type == "" || r.ID == "" {
 		return fmt.Errorf("%w: Ref %+v needs both Type and ID", ErrMissingPrimaryKey, r)
 	}
-	if err := checkKey("Ref.Type", r.Type); err != nil {
+	if err := XCheckKey("Ref.Type", r.Type); err != nil {
 		return err
 	}
 	if r.Slots < 0 || r.Slots > MaxSlots {
 		return fmt.Errorf("%w: Ref.Slots %d not in 0..%d", ErrInvalidArgument, r.Slots, MaxSlots)
 	}
-	return checkKey("Ref.ID", r.ID)
+	return XCheckKey("Ref.ID", r.ID)
 }
 
 // slots is the slot count AddRef writes with.
@@ -57,7 +57,7 @@ func RefOf(db *gorm.DB, model any, counter string) (Ref, error) {
 	if err != nil {
 		return Ref{}, err
 	}
-	return Ref{Type: c.recordType, ID: id, Slots: c.slots}, nil
+	return Ref{Type: c.RecordType, ID: id, Slots: c.Slots}, nil
 }
 
 // compareRefs orders counters by key, the order every multi-counter

@@ -35,38 +35,38 @@ func RollUp(db *gorm.DB, models any, counters ...string) error {
 	if err != nil {
 		return err
 	}
-	selected, err := m.cached(counters)
+	selected, err := m.Cached(counters)
 	if err != nil {
 		return err
 	}
 	return p.rollUp(db, m, selected, v)
 }
 
-func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflect.Value) error {
-	rs, err := m.records(v, true)
-	if err != nil || len(rs.ids) == 0 {
+func (p *Plugin) rollUp(db *gorm.DB, m *XModel, selected []*XCounter, v reflect.Value) error {
+	rs, err := m.Records(v, true)
+	if err != nil || len(rs.IDs) == 0 {
 		return err
 	}
-	types := recordTypes(selected)
-	totals := make(map[[2]string]int64, len(rs.ids)*len(selected))
-	for ids := range slices.Chunk(rs.ids, loadChunk) {
+	types := XRecordTypes(selected)
+	totals := make(map[[2]string]int64, len(rs.IDs)*len(selected))
+	for ids := range slices.Chunk(rs.IDs, loadChunk) {
 		err := p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 			// Read inside the transaction, so that a retried attempt writes fresh totals.
 			for _, id := range ids {
 				for _, c := range selected {
-					delete(totals, [2]string{c.recordType, id})
+					delete(totals, [2]string{c.RecordType, id})
 				}
 			}
 			if err := p.sums(tx, types, ids, totals); err != nil {
 				return err
 			}
 			for _, id := range ids {
-				s := rs.byID[id][0]
+				s := rs.ByID[id][0]
 				cols := make(map[string]any, len(selected))
 				for _, c := range selected {
-					cols[c.cache] = totals[[2]string{c.recordType, id}]
+					cols[c.Cache] = totals[[2]string{c.RecordType, id}]
 				}
-				err := tx.Table(m.table).Where(clause.Eq{Column: clause.Column{Name: m.key.column}, Value: m.key.value(s)}).
+				err := tx.Table(m.Table).Where(clause.Eq{Column: clause.Column{Name: m.Key.Column}, Value: m.Key.Value(s)}).
 					UpdateColumns(cols).Error
 				if err != nil {
 					return err
@@ -78,13 +78,13 @@ func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflec
 			return err
 		}
 	}
-	for id, structs := range rs.byID {
+	for id, structs := range rs.ByID {
 		for _, c := range selected {
-			n := totals[[2]string{c.recordType, id}]
+			n := totals[[2]string{c.RecordType, id}]
 			for _, s := range structs {
-				c.set(s, n)
-				if f, ok := walk(s, c.cacheIndex, true); ok && f.CanSet() {
-					setInt(f, n)
+				c.Set(s, n)
+				if f, ok := walk(s, c.CacheIndex, true); ok && f.CanSet() {
+					XSetInt(f, n)
 				}
 			}
 		}
@@ -127,7 +127,7 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 	if err != nil {
 		return prog, err
 	}
-	selected, err := m.cached(nil)
+	selected, err := m.Cached(nil)
 	if err != nil {
 		return prog, err
 	}

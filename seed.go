@@ -23,25 +23,25 @@ import (
 const freshKey = "slotted:fresh"
 
 // checkSeeds refuses new records with a non-zero counter-cache field.
-func (p *Plugin) checkSeeds(db *gorm.DB, m *modelMeta, upsert bool) error {
+func (p *Plugin) checkSeeds(db *gorm.DB, m *XModel, upsert bool) error {
 	var fresh []bool
 	var err error
-	eachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
+	XEachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
 		isNew := true
 		if upsert {
-			k, ok := fieldAt(v, m.key.index)
+			k, ok := XFieldAt(v, m.Key.Index)
 			isNew = !ok || k.IsZero()
 			fresh = append(fresh, isNew)
 		}
 		if !isNew || err != nil {
 			return
 		}
-		for _, c := range m.counters {
+		for _, c := range m.Counters {
 			if p.cacheOf(c) == nil {
 				continue
 			}
-			if f, ok := fieldAt(v, c.index); ok && !f.IsZero() {
-				err = fmt.Errorf("%w: %s.%s is %v on a new record; leave it 0, the children count", ErrCounterCache, m.typ, c.name, f.Interface())
+			if f, ok := XFieldAt(v, c.Index); ok && !f.IsZero() {
+				err = fmt.Errorf("%w: %s.%s is %v on a new record; leave it 0, the children count", ErrCounterCache, m.Type, c.Name, f.Interface())
 				return
 			}
 		}
@@ -53,33 +53,33 @@ func (p *Plugin) checkSeeds(db *gorm.DB, m *modelMeta, upsert bool) error {
 }
 
 // seed adds the counter fields of the records a Create inserted to their counters.
-func (p *Plugin) seed(db *gorm.DB, m *modelMeta, upsert bool) error {
+func (p *Plugin) seed(db *gorm.DB, m *XModel, upsert bool) error {
 	var fresh []bool
 	if upsert {
 		v, _ := db.InstanceGet(freshKey)
 		fresh, _ = v.([]bool)
 	}
 	type seedRow struct {
-		c  *counter
+		c  *XCounter
 		id string
 		n  int64
 	}
 	var rows []seedRow
 	i := -1
-	eachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
+	XEachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
 		i++
 		if upsert && (i >= len(fresh) || !fresh[i]) {
 			return
 		}
-		for _, c := range m.counters {
+		for _, c := range m.Counters {
 			if p.cacheOf(c) != nil {
 				continue
 			}
-			f, ok := fieldAt(v, c.index)
+			f, ok := XFieldAt(v, c.Index)
 			if !ok || f.IsZero() {
 				continue
 			}
-			id, err := m.key.id(v)
+			id, err := m.Key.ID(v)
 			if err != nil {
 				return // not inserted (an upsert that did nothing): nothing to seed
 			}
@@ -87,10 +87,10 @@ func (p *Plugin) seed(db *gorm.DB, m *modelMeta, upsert bool) error {
 		}
 	})
 	slices.SortFunc(rows, func(a, b seedRow) int {
-		return cmp.Or(cmp.Compare(a.c.recordType, b.c.recordType), cmp.Compare(a.id, b.id))
+		return cmp.Or(cmp.Compare(a.c.RecordType, b.c.RecordType), cmp.Compare(a.id, b.id))
 	})
 	for _, r := range rows {
-		if err := p.add(db, r.c.recordType, r.id, r.c.slots, r.n); err != nil {
+		if err := p.add(db, r.c.RecordType, r.id, r.c.Slots, r.n); err != nil {
 			return err
 		}
 	}

@@ -46,15 +46,15 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	if err != nil {
 		return prog, err
 	}
-	if err := m.key.sweepable(); err != nil {
+	if err := m.Key.Sweepable(); err != nil {
 		return prog, err
 	}
-	types := recordTypes(m.counters)
+	types := XRecordTypes(m.Counters)
 	rid := []clause.Column{{Name: "record_id"}}
 	// Its reads decide a delete: the ids and their parents are read on the
 	// primary, never on replicas at different lag (a replica behind the other
 	// would make live counters look orphaned).
-	counters, parents := session.Primary(db, p.cfg.Table), session.Primary(db, m.table)
+	counters, parents := session.Primary(db, p.cfg.Table), session.Primary(db, m.Table)
 	read := func(after []any) ([]string, int, []any, error) {
 		var ids []string
 		q := counters.Table(p.cfg.Table).Distinct("record_id").
@@ -87,26 +87,26 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 
 // orphans returns the ids among ids that have no row in the model's table;
 // db is a session on the primary.
-func (p *Plugin) orphans(db *gorm.DB, m *modelMeta, ids []string) ([]string, error) {
+func (p *Plugin) orphans(db *gorm.DB, m *XModel, ids []string) ([]string, error) {
 	keys := make([]any, 0, len(ids))
 	for _, id := range ids {
-		if k, ok := m.key.parse(id); ok {
+		if k, ok := m.Key.Parse(id); ok {
 			keys = append(keys, k)
 		}
 	}
-	found := reflect.New(reflect.SliceOf(m.typ))
+	found := reflect.New(reflect.SliceOf(m.Type))
 	if len(keys) > 0 {
 		// Unscoped: a soft-deleted record still owns its counters.
-		err := WithoutFill(db).Unscoped().Model(reflect.New(m.typ).Interface()).Select(m.key.column).
-			Where(clause.IN{Column: clause.Column{Name: m.key.column}, Values: keys}).Find(found.Interface()).Error
+		err := WithoutFill(db).Unscoped().Model(reflect.New(m.Type).Interface()).Select(m.Key.Column).
+			Where(clause.IN{Column: clause.Column{Name: m.Key.Column}, Values: keys}).Find(found.Interface()).Error
 		if err != nil {
 			return nil, err
 		}
 	}
-	exists, _ := m.records(found.Elem(), false)
+	exists, _ := m.Records(found.Elem(), false)
 	var out []string
 	for _, id := range ids {
-		if _, ok := exists.byID[id]; !ok {
+		if _, ok := exists.ByID[id]; !ok {
 			out = append(out, id)
 		}
 	}

@@ -57,8 +57,8 @@ func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, err
 	}
 	q := db
 	switch {
-	case w == nil && c.cache != "":
-		q = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.cache}, Desc: true})
+	case w == nil && c.Cache != "":
+		q = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.Cache}, Desc: true})
 	case w == nil:
 		q = q.Scopes(OrderBy(model, counter, "DESC"))
 	default:
@@ -66,7 +66,7 @@ func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, err
 	}
 	var out []T
 	// Ties: the larger key first, so that ORDER BY cache DESC, id DESC can walk an index on the cache column backwards.
-	err = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Desc: true}).Limit(n).Find(&out).Error
+	err = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Desc: true}).Limit(n).Find(&out).Error
 	if err != nil {
 		return nil, err
 	}
@@ -105,15 +105,15 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 	if err != nil {
 		return nil, err
 	}
-	if w == nil && c.cache != "" {
+	if w == nil && c.Cache != "" {
 		return p.topCached(db, m, c, n)
 	}
-	types := []any{c.recordType}
+	types := []any{c.RecordType}
 	if w != nil {
-		if c.bucket == nil {
+		if c.Bucket == nil {
 			return nil, notBucketed(c)
 		}
-		buckets, err := c.bucket.Between(w.from, w.to)
+		buckets, err := c.Bucket.Between(w.from, w.to)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +132,7 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 	defer rows.Close()
 	var out []RefTotal
 	for rows.Next() {
-		r := RefTotal{Ref: Ref{Type: c.recordType, Slots: c.slots}}
+		r := RefTotal{Ref: Ref{Type: c.RecordType, Slots: c.Slots}}
 		if err := rows.Scan(&r.Ref.ID, &r.Total); err != nil {
 			return nil, err
 		}
@@ -142,11 +142,11 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 }
 
 // topCached ranks by the cache column of the parent table.
-func (p *Plugin) topCached(db *gorm.DB, m *modelMeta, c *counter, n int) ([]RefTotal, error) {
-	found := reflect.New(reflect.SliceOf(m.typ))
-	err := WithoutFill(session.Routed(db)).Model(reflect.New(m.typ).Interface()).Select(m.key.column, c.cache).
-		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.cache}, Desc: true}).
-		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Desc: true}).
+func (p *Plugin) topCached(db *gorm.DB, m *XModel, c *XCounter, n int) ([]RefTotal, error) {
+	found := reflect.New(reflect.SliceOf(m.Type))
+	err := WithoutFill(session.Routed(db)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Column, c.Cache).
+		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.Cache}, Desc: true}).
+		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Desc: true}).
 		Limit(n).Find(found.Interface()).Error
 	if err != nil {
 		return nil, err
@@ -154,12 +154,12 @@ func (p *Plugin) topCached(db *gorm.DB, m *modelMeta, c *counter, n int) ([]RefT
 	var out []RefTotal
 	for i := range found.Elem().Len() {
 		s := found.Elem().Index(i)
-		id, err := m.key.id(s)
+		id, err := m.Key.ID(s)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.typ, err)
+			return nil, fmt.Errorf("%s: %w", m.Type, err)
 		}
-		r := RefTotal{Ref: Ref{Type: c.recordType, ID: id, Slots: c.slots}}
-		if f, ok := fieldAt(s, c.cacheIndex); ok {
+		r := RefTotal{Ref: Ref{Type: c.RecordType, ID: id, Slots: c.Slots}}
+		if f, ok := XFieldAt(s, c.CacheIndex); ok {
 			if f.CanInt() {
 				r.Total = f.Int()
 			} else {
@@ -173,7 +173,7 @@ func (p *Plugin) topCached(db *gorm.DB, m *modelMeta, c *counter, n int) ([]RefT
 
 // rankArgs resolves the arguments every ranking shares: the plugin, the
 // model's metadata and its counter, and n >= 1 (what names the call).
-func rankArgs(db *gorm.DB, model any, counter string, n int, what string) (*Plugin, *modelMeta, *counter, error) {
+func rankArgs(db *gorm.DB, model any, counter string, n int, what string) (*Plugin, *XModel, *XCounter, error) {
 	p, err := pluginOf(db)
 	if err != nil {
 		return nil, nil, nil, err
@@ -185,7 +185,7 @@ func rankArgs(db *gorm.DB, model any, counter string, n int, what string) (*Plug
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c, err := m.counter(counter)
+	c, err := m.Counter(counter)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -75,7 +75,7 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	}
 	m, _ := p.modelArg(db, model)
 	switch {
-	case c.bucket == nil:
+	case c.Bucket == nil:
 		return nil, notBucketed(c)
 	case opts.Buckets < 1 || opts.Buckets > MaxTrendBuckets:
 		return nil, fmt.Errorf("%w: TrendOptions.Buckets %d (want 1..%d)", ErrInvalidArgument, opts.Buckets, MaxTrendBuckets)
@@ -83,7 +83,7 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 		return nil, fmt.Errorf("%w: TrendOptions.HalfLife %v (want > 0 buckets)", ErrInvalidArgument, opts.HalfLife)
 	}
 	r := ranking{m: m, c: c, read: ReadExact, limit: opts.Limit, offset: opts.Offset, after: opts.After}
-	r.fingerprint = fmt.Sprintf("trend|%s|%d|%g", c.recordType, opts.Buckets, opts.HalfLife)
+	r.fingerprint = fmt.Sprintf("trend|%s|%d|%g", c.RecordType, opts.Buckets, opts.HalfLife)
 	if err := r.check(); err != nil {
 		return nil, err
 	}
@@ -98,9 +98,9 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	case at.IsZero():
 		at = p.cfg.Now()
 	}
-	now := c.bucket.Of(at)
+	now := c.Bucket.Of(at)
 	if cur == nil { // later pages keep their anchor, even as retention moves past it
-		if err := c.bucket.Retained([]bucketing.Bucket{c.bucket.Back(now, opts.Buckets-1)}, p.cfg.Now()); err != nil {
+		if err := c.Bucket.Retained([]bucketing.Bucket{c.Bucket.Back(now, opts.Buckets-1)}, p.cfg.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -119,13 +119,13 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	if len(page.Items) == 0 {
 		return page, nil
 	}
-	oldest := c.bucket.Back(now, opts.Buckets-1)
+	oldest := c.Bucket.Back(now, opts.Buckets-1)
 	return page, LoadBetween(db, &page.Items, oldest.Start, now.End, counter)
 }
 
 // trendWeights lists the window's bucket record_types, newest first, and
 // their integer weights; it stops at the first weight that rounds to 0.
-func trendWeights(c *counter, now bucketing.Bucket, n int, halfLife float64) ([]string, []int64) {
+func trendWeights(c *XCounter, now bucketing.Bucket, n int, halfLife float64) ([]string, []int64) {
 	var (
 		types   []string
 		weights []int64
@@ -136,8 +136,8 @@ func trendWeights(c *counter, now bucketing.Bucket, n int, halfLife float64) ([]
 		if w == 0 {
 			break
 		}
-		types, weights = append(types, bucketing.Type(c.recordType, b.Label)), append(weights, w)
-		b = c.bucket.Back(b, 1)
+		types, weights = append(types, bucketing.Type(c.RecordType, b.Label)), append(weights, w)
+		b = c.Bucket.Back(b, 1)
 	}
 	return types, weights
 }

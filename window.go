@@ -82,14 +82,14 @@ func LoadBetween(db *gorm.DB, models any, from, to time.Time, counters ...string
 }
 
 // window resolves a windowed read of one record's counter.
-func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin, c *counter, id string, buckets []bucketing.Bucket, err error) {
+func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin, c *XCounter, id string, buckets []bucketing.Bucket, err error) {
 	if p, err = pluginOf(db); err != nil {
 		return
 	}
 	if c, _, id, err = p.target(db, model, counter); err != nil {
 		return
 	}
-	if c.bucket == nil {
+	if c.Bucket == nil {
 		err = notBucketed(c)
 		return
 	}
@@ -101,11 +101,11 @@ func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin
 // (between) and the Window form (windowIn) of every windowed read. Only the
 // Window form reads the clock (Config.Now, the user's function: called only
 // when a window needs it, once per call).
-type windowOf func(c *counter, now func() time.Time) ([]bucketing.Bucket, error)
+type windowOf func(c *XCounter, now func() time.Time) ([]bucketing.Bucket, error)
 
 // between is the instant form: the buckets overlapping [from, to).
 func between(from, to time.Time) windowOf {
-	return func(c *counter, _ func() time.Time) ([]bucketing.Bucket, error) { return c.bucket.Between(from, to) }
+	return func(c *XCounter, _ func() time.Time) ([]bucketing.Bucket, error) { return c.Bucket.Between(from, to) }
 }
 
 // countWindow is CountBetween and CountIn: one record's counter over a window
@@ -151,7 +151,7 @@ func loadWindow(db *gorm.DB, models any, counters []string, resolve windowOf) er
 	if err != nil {
 		return err
 	}
-	selected, err := m.bucketed(counters)
+	selected, err := m.Bucketed(counters)
 	if err != nil {
 		return err
 	}
@@ -162,48 +162,48 @@ func loadWindow(db *gorm.DB, models any, counters []string, resolve windowOf) er
 			return err
 		}
 	}
-	rs, err := m.records(elem, true)
-	if err != nil || len(rs.ids) == 0 {
+	rs, err := m.Records(elem, true)
+	if err != nil || len(rs.IDs) == 0 {
 		return err
 	}
 	for i, c := range selected {
-		totals := make(map[string]int64, len(rs.ids))
-		if err := p.windowSums(db, bucketTypes(c, windows[i]), rs.ids, false, totals); err != nil {
+		totals := make(map[string]int64, len(rs.IDs))
+		if err := p.windowSums(db, bucketTypes(c, windows[i]), rs.IDs, false, totals); err != nil {
 			return err
 		}
-		for id, structs := range rs.byID {
+		for id, structs := range rs.ByID {
 			for _, s := range structs {
-				c.set(s, totals[id])
+				c.Set(s, totals[id])
 			}
 		}
 	}
 	return nil
 }
 
-func notBucketed(c *counter) error {
-	return fmt.Errorf("%w: counter %q has no buckets: tag option", ErrInvalidArgument, c.name)
+func notBucketed(c *XCounter) error {
+	return fmt.Errorf("%w: counter %q has no buckets: tag option", ErrInvalidArgument, c.Name)
 }
 
-// bucketed returns the named counters (all bucketed ones when names is empty), which must have buckets.
-func (m *modelMeta) bucketed(names []string) ([]*counter, error) {
+// Bucketed returns the named counters (all Bucketed ones when names is empty), which must have buckets.
+func (m *XModel) Bucketed(names []string) ([]*XCounter, error) {
 	if len(names) == 0 {
-		var out []*counter
-		for _, c := range m.counters {
-			if c.bucket != nil {
+		var out []*XCounter
+		for _, c := range m.Counters {
+			if c.Bucket != nil {
 				out = append(out, c)
 			}
 		}
 		if len(out) == 0 {
-			return nil, fmt.Errorf("%w: no counter of %s has a buckets: tag option", ErrInvalidArgument, m.typ)
+			return nil, fmt.Errorf("%w: no counter of %s has a buckets: tag option", ErrInvalidArgument, m.Type)
 		}
 		return out, nil
 	}
-	out, err := m.selected(names)
+	out, err := m.Selected(names)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range out {
-		if c.bucket == nil {
+		if c.Bucket == nil {
 			return nil, notBucketed(c)
 		}
 	}
@@ -211,10 +211,10 @@ func (m *modelMeta) bucketed(names []string) ([]*counter, error) {
 }
 
 // bucketTypes returns the record_types of counter c's buckets.
-func bucketTypes(c *counter, buckets []bucketing.Bucket) []string {
+func bucketTypes(c *XCounter, buckets []bucketing.Bucket) []string {
 	types := make([]string, len(buckets))
 	for i, b := range buckets {
-		types[i] = bucketing.Type(c.recordType, b.Label)
+		types[i] = bucketing.Type(c.RecordType, b.Label)
 	}
 	return types
 }

@@ -66,7 +66,7 @@ func ParseWindow(s string) (Window, error) { return bucketing.ParseWindow(s) }
 
 // windowIn is w as a windowOf (window.go): its buckets for counter c at now.
 func windowIn(w Window) windowOf {
-	return func(c *counter, now func() time.Time) ([]bucketing.Bucket, error) { return w.Buckets(c.bucket, now()) }
+	return func(c *XCounter, now func() time.Time) ([]bucketing.Bucket, error) { return w.Buckets(c.Bucket, now()) }
 }
 
 // CountIn returns a bucketed counter's total over window w, read at
@@ -103,10 +103,10 @@ func SeriesIn(db *gorm.DB, model any, counter string, w Window) ([]Bucket, error
 //	slotted.LoadIn(db, &posts, slotted.ThisWeek(), "views")
 func LoadIn(db *gorm.DB, models any, w Window, counters ...string) error {
 	// A Window's error names the counter: several may be loaded at once.
-	return loadWindow(db, models, counters, func(c *counter, now func() time.Time) ([]bucketing.Bucket, error) {
+	return loadWindow(db, models, counters, func(c *XCounter, now func() time.Time) ([]bucketing.Bucket, error) {
 		buckets, err := windowIn(w)(c, now)
 		if err != nil {
-			return nil, fmt.Errorf("counter %q: %w", c.name, err)
+			return nil, fmt.Errorf("counter %q: %w", c.Name, err)
 		}
 		return buckets, nil
 	})

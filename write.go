@@ -41,7 +41,7 @@ func Add(db *gorm.DB, model any, counter string, delta int64) error {
 	if err := p.writeCounter(db, c, id, delta); err != nil {
 		return err
 	}
-	c.add(v, delta)
+	c.Add(v, delta)
 	return nil
 }
 

@@ -169,7 +169,7 @@ func (b *Buffer) Add(model any, counter string, delta int64) error {
 	if err := b.add(rowsOf(rows[:0], c, id, delta, b.p.cfg.Now())); err != nil {
 		return err
 	}
-	c.add(v, delta)
+	c.Add(v, delta)
 	return nil
 }
 

@@ -26,10 +26,10 @@ import (
 // rowsOf appends the rows a write of delta to counter c of record id touches
 // at instant at: the total row, and the bucket holding at for a bucketed
 // counter.
-func rowsOf(dst []batchRow, c *counter, id string, delta int64, at time.Time) []batchRow {
-	dst = append(dst, batchRow{ref: Ref{Type: c.recordType, ID: id}, slots: c.slots, delta: delta})
-	if c.bucket != nil {
-		dst = append(dst, batchRow{ref: Ref{Type: bucketing.Type(c.recordType, c.bucket.Of(at).Label), ID: id}, slots: c.slots, delta: delta})
+func rowsOf(dst []batchRow, c *XCounter, id string, delta int64, at time.Time) []batchRow {
+	dst = append(dst, batchRow{ref: Ref{Type: c.RecordType, ID: id}, slots: c.Slots, delta: delta})
+	if c.Bucket != nil {
+		dst = append(dst, batchRow{ref: Ref{Type: bucketing.Type(c.RecordType, c.Bucket.Of(at).Label), ID: id}, slots: c.Slots, delta: delta})
 	}
 	return dst
 }
