@@ -14,6 +14,8 @@ import (
 	"github.com/slotted-go/slotted/internal/keyset"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // BucketOptions configures MaintainBuckets, and Runner.Buckets.
@@ -71,7 +73,7 @@ func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress
 	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "BucketOptions.BatchSize"); err != nil {
 		return prog, err
 	}
-	m, err := p.modelArg(db, model)
+	m, err := p.models.ModelArg(db, model)
 	if err != nil {
 		return prog, err
 	}
@@ -112,7 +114,7 @@ func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress
 // label c writes and older than keep. So a record_type that sorts into the
 // range only under the database's collation (another counter's "posts.views2"
 // under a natural-language collation) is never touched.
-func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *XCounter, keep string, batch int, prog *BucketProgress) error {
+func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *meta.Counter, keep string, batch int, prog *BucketProgress) error {
 	prefix := c.RecordType + "@"
 	rt := clause.Column{Name: "record_type"}
 	after, below := prefix, bucketing.Type(c.RecordType, keep)

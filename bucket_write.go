@@ -2,6 +2,8 @@ package slotted
 
 import (
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // writeCounter adds delta to counter c of record id: the hot path's entry for
@@ -16,7 +18,7 @@ import (
 // are in key order (a record_type sorts before itself followed by '@...'),
 // the order compaction locks them in. The bucket is read from Config.Now
 // once, here: a retried write stays in its bucket.
-func (p *Plugin) writeCounter(db *gorm.DB, c *XCounter, id string, delta int64) error {
+func (p *Plugin) writeCounter(db *gorm.DB, c *meta.Counter, id string, delta int64) error {
 	if c.Bucket == nil {
 		return p.add(db, c.RecordType, id, c.Slots, delta)
 	}

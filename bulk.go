@@ -15,6 +15,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // ErrDeltaOverflow: deltas summed for one counter (the same counter named twice
@@ -36,12 +38,12 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 	if err != nil {
 		return err
 	}
-	if err := XPointerArg(model); err != nil {
+	if err := meta.PointerArg(model); err != nil {
 		return err
 	}
 	names := slices.Sorted(maps.Keys(deltas))
 	type move struct {
-		c     *XCounter
+		c     *meta.Counter
 		delta int64
 	}
 	var (
@@ -50,7 +52,7 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 		moves []move
 	)
 	for _, name := range names {
-		c, sv, cid, err := p.target(db, model, name)
+		c, sv, cid, err := p.models.Target(db, model, name)
 		if err != nil {
 			return err
 		}
@@ -103,7 +105,7 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	m, elem, err := p.modelsArg(db, models)
+	m, elem, err := p.models.ModelsArg(db, models)
 	if err != nil {
 		return err
 	}
@@ -206,7 +208,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	if stmt.Model == nil {
 		return fmt.Errorf("%w: AddWhere needs db.Model(&Record{})", ErrUnsupportedModel)
 	}
-	m, err := p.modelArg(db, stmt.Model)
+	m, err := p.models.ModelArg(db, stmt.Model)
 	if err != nil {
 		return err
 	}
@@ -270,7 +272,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 
 // conditioned reports whether a query selects less than the whole table: a
 // WHERE clause, or a model value with its primary key set (gorm adds it).
-func conditioned(stmt *gorm.Statement, m *XModel) bool {
+func conditioned(stmt *gorm.Statement, m *meta.Model) bool {
 	if c, ok := stmt.Clauses["WHERE"]; ok {
 		if w, ok := c.Expression.(clause.Where); ok && len(w.Exprs) > 0 {
 			return true

@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Every gorm callback the plugin adds is registered here, in Initialize:
@@ -78,7 +80,7 @@ func (p *Plugin) omitColumns(db *gorm.DB) {
 	if db.Error != nil || db.Statement.Schema == nil {
 		return
 	}
-	m, _ := p.metaOfSchema(db, db.Statement.Schema) // a bad tag is reported where counters are used
+	m, _ := p.models.OfSchema(db, db.Statement.Schema) // a bad tag is reported where counters are used
 	if m == nil || len(m.Columns) == 0 {
 		return
 	}
@@ -94,10 +96,10 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 	}
 	// Only results of the model's own type have counter fields: not Count, Pluck, a DTO or a map.
 	rv := db.Statement.ReflectValue
-	if !rv.IsValid() || XStructType(rv.Type()) != db.Statement.Schema.ModelType {
+	if !rv.IsValid() || meta.StructType(rv.Type()) != db.Statement.Schema.ModelType {
 		return
 	}
-	m, err := p.metaOfSchema(db, db.Statement.Schema)
+	m, err := p.models.OfSchema(db, db.Statement.Schema)
 	if err == nil && len(m.Counters) == 0 {
 		return
 	}
@@ -189,7 +191,7 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 	if _, limited := s.Clauses["LIMIT"]; limited {
 		return // MySQL's DELETE ... LIMIT: which rows go is decided by the server
 	}
-	m, err := p.metaOfSchema(db, s.Schema)
+	m, err := p.models.OfSchema(db, s.Schema)
 	if err != nil || len(m.Counters) == 0 {
 		return
 	}
@@ -236,11 +238,11 @@ func (p *Plugin) deleteCounters(db *gorm.DB) {
 	if !ok || len(ids) == 0 {
 		return
 	}
-	m, err := p.metaOfSchema(db, db.Statement.Schema)
+	m, err := p.models.OfSchema(db, db.Statement.Schema)
 	if err != nil {
 		return
 	}
-	if _, err := p.deleteRows(session.Routed(db).Session(&gorm.Session{}), XRecordTypes(m.Counters), ids); err != nil {
+	if _, err := p.deleteRows(session.Routed(db).Session(&gorm.Session{}), meta.RecordTypes(m.Counters), ids); err != nil {
 		_ = db.AddError(fmt.Errorf("slotted: removing counters of deleted %s: %w", m.Type, err))
 	}
 }

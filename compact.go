@@ -6,6 +6,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Compact folds all slot rows of one counter into a single row, in one
@@ -30,7 +32,7 @@ func Compact(db *gorm.DB, model any, counter string) error {
 	if err != nil {
 		return err
 	}
-	c, _, id, err := p.target(db, model, counter)
+	c, _, id, err := p.models.Target(db, model, counter)
 	if err != nil {
 		return err
 	}
@@ -61,10 +63,10 @@ func Reset(db *gorm.DB, model any, counter string, value int64) error {
 	if err != nil {
 		return err
 	}
-	if err := XSettable(model); err != nil {
+	if err := meta.Settable(model); err != nil {
 		return err
 	}
-	c, v, id, err := p.target(db, model, counter)
+	c, v, id, err := p.models.Target(db, model, counter)
 	if err != nil {
 		return err
 	}

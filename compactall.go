@@ -9,6 +9,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/keyset"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // CompactOptions configures CompactAll. The zero value compacts every counter
@@ -77,7 +79,7 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 		return prog, err
 	}
 	for what, key := range map[string]string{"CompactOptions.RecordType": opts.RecordType, "CompactOptions.After.Type": opts.After.Type, "CompactOptions.After.ID": opts.After.ID} {
-		if err := XCheckKey(what, key); err != nil {
+		if err := meta.CheckKey(what, key); err != nil {
 			return prog, err
 		}
 	}

@@ -17,7 +17,7 @@ const (
 	DefaultTable = "slotted_counters"
 	// MaxSlots bounds Config.Slots and the `slots:` tag option. Reads sum every slot row, so far more
 	// slots than concurrent writers only make reads slower.
-	MaxSlots = 1 << 16
+	MaxSlots = errs.MaxSlots
 	// MaxKeyLen is the longest record_type or record_id, in bytes (the columns are sized to it). Keys
 	// are valid UTF-8 without NUL bytes.
 	MaxKeyLen = errs.MaxKeyLen

@@ -12,6 +12,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Counter caches: a parent's slotted counter kept equal to the number (or a
@@ -100,8 +102,8 @@ func WithDeleted() CacheOption {
 
 // counterCache is one parent counter maintained from one child table.
 type counterCache struct {
-	parent  *XModel
-	counter *XCounter
+	parent  *meta.Model
+	counter *meta.Counter
 	child   *childCaches
 	fk      *schema.Field // the child's foreign key, referencing the parent's primary key
 	sum     *schema.Field // nil: count the children
@@ -150,7 +152,7 @@ func (p *Plugin) childCachesOf(typ reflect.Type) *childCaches {
 	return nil
 }
 
-func (p *Plugin) cacheOf(c *XCounter) *counterCache {
+func (p *Plugin) cacheOf(c *meta.Counter) *counterCache {
 	if cc, ok := p.caches.byCounter.Load(c); ok {
 		return cc.(*counterCache)
 	}
@@ -192,7 +194,7 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 			o(&spec)
 		}
 	}
-	typ := XStructType(reflect.TypeOf(model))
+	typ := meta.StructType(reflect.TypeOf(model))
 	if model == nil || typ == nil {
 		return fmt.Errorf("%w: %T is not a struct", ErrUnsupportedModel, model)
 	}
@@ -226,7 +228,7 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if ref == nil {
 		return fmt.Errorf("%w: %s.%s: counter caches need a single foreign key", ErrInvalidConfig, typ, association)
 	}
-	parent, err := p.metaOfSchema(db, parentSchema)
+	parent, err := p.models.OfSchema(db, parentSchema)
 	if err != nil {
 		return err
 	}
@@ -355,7 +357,7 @@ func fkSupported(t reflect.Type) error {
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
 		return nil
 	}
-	if t.Implements(valuerType) || t.Implements(stringerType) {
+	if meta.HasKeyMethod(t) {
 		return nil
 	}
 	return fmt.Errorf("a %s foreign key cannot name a record", t)

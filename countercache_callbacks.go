@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // The counter cache and seed callbacks, registered by registerCallbacks:
@@ -97,7 +99,7 @@ func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
 		return
 	}
 	_, upsert := s.Clauses["ON CONFLICT"]
-	if m, _ := p.metaOfSchema(db, s.Schema); m != nil && len(m.Counters) > 0 {
+	if m, _ := p.models.OfSchema(db, s.Schema); m != nil && len(m.Counters) > 0 {
 		if err := p.checkSeeds(db, m, upsert); err != nil {
 			_ = db.AddError(err)
 			return
@@ -126,7 +128,7 @@ func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
 	// saving, OnConflict): their "before" image is read by primary key.
 	op := &cacheOp{cc: cc, deltas: deltas{}}
 	var keys []any
-	XEachStruct(s.ReflectValue, func(v reflect.Value) {
+	meta.EachStruct(s.ReflectValue, func(v reflect.Value) {
 		if k, zero := cc.key.ValueOf(s.Context, v); !zero {
 			keys = append(keys, k)
 		}
@@ -217,7 +219,7 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 		return
 	}
 	_, upsert := s.Clauses["ON CONFLICT"]
-	if m, _ := p.metaOfSchema(db, s.Schema); m != nil && len(m.Counters) > 0 {
+	if m, _ := p.models.OfSchema(db, s.Schema); m != nil && len(m.Counters) > 0 {
 		if err := p.seed(db, m, upsert); err != nil {
 			_ = db.AddError(fmt.Errorf("slotted: seeding counters of %s: %w", m.Type, err))
 			return
@@ -248,7 +250,7 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 		// what a condition without Match says, and what a column left out of
 		// the INSERT (Omit, Select) holds.
 		var keys []any
-		XEachStruct(s.ReflectValue, func(v reflect.Value) {
+		meta.EachStruct(s.ReflectValue, func(v reflect.Value) {
 			if k, zero := cc.key.ValueOf(s.Context, v); !zero {
 				keys = append(keys, k)
 			}
@@ -271,7 +273,7 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 				count(v)
 			}
 		} else {
-			XEachStruct(s.ReflectValue, count)
+			meta.EachStruct(s.ReflectValue, count)
 		}
 		if err != nil {
 			_ = db.AddError(err)
@@ -382,7 +384,7 @@ func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *go
 	var conds []clause.Expression
 	keysOf := func(v reflect.Value) {
 		var keys []any
-		XEachStruct(v, func(r reflect.Value) {
+		meta.EachStruct(v, func(r reflect.Value) {
 			if k, zero := cc.key.ValueOf(s.Context, r); !zero {
 				keys = append(keys, k)
 			}

@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Touch sets the parent's updated_at (its autoUpdateTime column) whenever the
@@ -39,7 +41,7 @@ func touchField(s *schema.Schema) *schema.Field {
 // order (record_id order for string keys).
 func (p *Plugin) touchParents(db *gorm.DB, d deltas) error {
 	type target struct {
-		parent *XModel
+		parent *meta.Model
 		field  *schema.Field
 	}
 	ids := map[target]map[string]bool{}

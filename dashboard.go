@@ -8,6 +8,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Dashboards: the series of many records in one statement, and windows in
@@ -31,7 +33,7 @@ func SeriesMany(db *gorm.DB, models any, counter string, w Window) ([][]Bucket, 
 	if err != nil {
 		return nil, err
 	}
-	m, elem, err := p.modelsArg(db, models)
+	m, elem, err := p.models.ModelsArg(db, models)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +58,7 @@ func SeriesMany(db *gorm.DB, models any, counter string, w Window) ([][]Bucket, 
 		return nil, err
 	}
 	var out [][]Bucket
-	XEachStruct(elem, func(s reflect.Value) {
+	meta.EachStruct(elem, func(s reflect.Value) {
 		id, _ := m.Key.ID(s) // records checked every key
 		out = append(out, slices.Clone(series[id]))
 	})
@@ -80,34 +82,14 @@ func LoadWindows(db *gorm.DB, models any, fields ...string) error {
 	if err != nil {
 		return err
 	}
-	m, elem, err := p.modelsArg(db, models)
+	m, elem, err := p.models.ModelsArg(db, models)
 	if err != nil {
 		return err
 	}
-	if err := m.ExtrasNamed(fields, XExtraWindow, XExtraSeries); err != nil {
+	if err := m.ExtrasNamed(fields, meta.ExtraWindow, meta.ExtraSeries); err != nil {
 		return err
 	}
 	return p.fillExtras(db, m, elem, "", true, fields...)
-}
-
-// ExtrasNamed refuses a name (Go field or counter name) that names no extra
-// field of the kinds given: a typo would otherwise fill nothing, silently.
-func (m *XModel) ExtrasNamed(names []string, kinds ...XExtraKind) error {
-	for _, n := range names {
-		if !slices.ContainsFunc(m.Extras, func(e *XExtra) bool {
-			return slices.Contains(kinds, e.Kind) && containsName([]string{n}, e.Name, e.Counter)
-		}) {
-			return fmt.Errorf("%w: %s has no %s field named %q", ErrUnknownCounter, m.Type, kindNames(kinds), n)
-		}
-	}
-	return nil
-}
-
-func kindNames(kinds []XExtraKind) string {
-	if slices.Contains(kinds, XExtraApplied) {
-		return "applied"
-	}
-	return "window: or series:"
 }
 
 // noNilElems refuses a nil pointer among the records of a call whose answer
@@ -127,7 +109,7 @@ func noNilElems(v reflect.Value) error {
 
 // seriesOf reads counter c's buckets for the records ids: one GROUP BY
 // record_type, record_id per chunk of windowCells cells.
-func (p *Plugin) seriesOf(db *gorm.DB, c *XCounter, buckets []bucketing.Bucket, ids []string) (map[string][]Bucket, error) {
+func (p *Plugin) seriesOf(db *gorm.DB, c *meta.Counter, buckets []bucketing.Bucket, ids []string) (map[string][]Bucket, error) {
 	types := bucketTypes(c, buckets)
 	cells := make(map[[2]string]int64, len(types))
 	for tchunk := range slices.Chunk(types, typeChunk) {

@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Writes to missing records. A counter needs no row of its parent: Add to
@@ -47,7 +49,7 @@ func MustExist(db *gorm.DB, on ...bool) *gorm.DB {
 
 // checkAllExist is checkExists for AddMany's records: one COUNT per 1000
 // distinct keys on the primary; any missing one refuses the whole write.
-func (p *Plugin) checkAllExist(db *gorm.DB, m *XModel, rs XRecords) error {
+func (p *Plugin) checkAllExist(db *gorm.DB, m *meta.Model, rs meta.Records) error {
 	on := p.cfg.RequireRecords
 	if s, ok := db.Get(mustExistSetting); ok {
 		on, _ = s.(bool)
@@ -88,7 +90,7 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 	if !on {
 		return nil
 	}
-	m, err := p.metaOfType(db, v.Type())
+	m, err := p.models.OfType(db, v.Type())
 	if err != nil {
 		return err
 	}
@@ -107,4 +109,17 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 		return fmt.Errorf("%w: %s %v", ErrRecordNotFound, m.Type, m.Key.Value(v))
 	}
 	return nil
+}
+
+// writeTarget is Registry.Target for a write: a pointer (meta.PointerArg)
+// to a record that exists, when that is asked for.
+func (p *Plugin) writeTarget(db *gorm.DB, model any, name string) (*meta.Counter, reflect.Value, string, error) {
+	if err := meta.PointerArg(model); err != nil {
+		return nil, reflect.Value{}, "", err
+	}
+	c, v, id, err := p.models.Target(db, model, name)
+	if err == nil {
+		err = p.checkExists(db, v) // MustExist, Config.RequireRecords (exists.go)
+	}
+	return c, v, id, err
 }

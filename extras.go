@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/schema"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Fields filled beside a model's counters, named by a tag that points at one
@@ -23,86 +23,10 @@ import (
 // per field and 1000 records (fewer for long series), and applied fields when
 // the query's *gorm.DB carries a key (WithOnceKey).
 
-type XExtraKind uint8
-
-const (
-	XExtraWindow XExtraKind = iota + 1
-	XExtraSeries
-	XExtraApplied
-)
-
-// XExtra is one field filled beside the counters.
-type XExtra struct {
-	Kind    XExtraKind
-	Name    string // Go field name
-	Counter string // the counter's name, resolved into c once every counter is built
-	C       *XCounter
-	W       Window
-	Index   []int
-}
-
-var bucketsType = reflect.TypeOf([]Bucket(nil))
-
-// parseExtra recognizes a tag naming an extra field: its first part is a
-// counter's name, and one of the options window:, series: or applied
-// follows. ok is false for a counter's own tag.
-func parseExtra(f *schema.Field, tag string) (e *XExtra, ok bool, err error) {
-	parts := strings.Split(tag, ";")
-	for _, part := range parts[1:] {
-		key, value, _ := strings.Cut(strings.TrimSpace(part), ":")
-		switch strings.ToLower(strings.TrimSpace(key)) {
-		case "window":
-			e = &XExtra{Kind: XExtraWindow}
-		case "series":
-			e = &XExtra{Kind: XExtraSeries}
-		case "applied":
-			e = &XExtra{Kind: XExtraApplied}
-		default:
-			continue
-		}
-		if len(parts) != 2 || strings.TrimSpace(parts[0]) == "" || strings.Contains(parts[0], ":") {
-			return nil, true, fmt.Errorf("%w: tag %q: window:, series: and applied take one option after the counter's name (\"views;window:7d\")", ErrInvalidConfig, tag)
-		}
-		e.Name, e.Counter, e.Index = f.Name, strings.TrimSpace(parts[0]), f.StructField.Index
-		if e.Kind != XExtraApplied {
-			if e.W, err = ParseWindow(value); err != nil {
-				return nil, true, fmt.Errorf("%w: tag %q: %v", ErrInvalidConfig, tag, err)
-			}
-		}
-		ft := f.FieldType
-		switch {
-		case e.Kind == XExtraWindow && (ft.Kind() < reflect.Int || ft.Kind() > reflect.Uint64 || ft.Kind() == reflect.Uintptr):
-			err = fmt.Errorf("%w: tag %q: a window: field must be an integer, not %s", ErrInvalidConfig, tag, ft)
-		case e.Kind == XExtraSeries && ft != bucketsType:
-			err = fmt.Errorf("%w: tag %q: a series: field must be []slotted.Bucket, not %s", ErrInvalidConfig, tag, ft)
-		case e.Kind == XExtraApplied && ft.Kind() != reflect.Bool:
-			err = fmt.Errorf("%w: tag %q: an applied field must be a bool, not %s", ErrInvalidConfig, tag, ft)
-		}
-		return e, true, err
-	}
-	return nil, false, nil
-}
-
-// resolveExtras points every extra field at its counter; window: and
-// series: need a bucketed one.
-func (m *XModel) resolveExtras() error {
-	for _, e := range m.Extras {
-		c, err := m.Counter(e.Counter)
-		if err != nil {
-			return fmt.Errorf("field %s: %w", e.Name, err)
-		}
-		if e.Kind != XExtraApplied && c.Bucket == nil {
-			return fmt.Errorf("%w: field %s: counter %q has no buckets: tag option", ErrInvalidConfig, e.Name, c.Name)
-		}
-		e.C = c
-	}
-	return nil
-}
-
 // fillExtras fills the window: and series: fields of the structs in v, and
 // the applied ones when key is not "". names restricts it to those fields
 // (Go names), when given.
-func (p *Plugin) fillExtras(db *gorm.DB, m *XModel, v reflect.Value, key string, strict bool, names ...string) error {
+func (p *Plugin) fillExtras(db *gorm.DB, m *meta.Model, v reflect.Value, key string, strict bool, names ...string) error {
 	if len(m.Extras) == 0 {
 		return nil
 	}
@@ -112,11 +36,11 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *XModel, v reflect.Value, key string,
 	}
 	now := p.cfg.Now()
 	for _, e := range m.Extras {
-		if len(names) > 0 && !containsName(names, e.Name, e.Counter) {
+		if len(names) > 0 && !e.In(names) {
 			continue
 		}
 		switch e.Kind {
-		case XExtraApplied:
+		case meta.ExtraApplied:
 			if key == "" {
 				continue
 			}
@@ -125,11 +49,11 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *XModel, v reflect.Value, key string,
 				return err
 			}
 			eachRecord(rs, func(id string, s reflect.Value) {
-				if f, ok := walk(s, e.Index, true); ok && f.CanSet() {
+				if f, ok := meta.Walk(s, e.Index, true); ok && f.CanSet() {
 					f.SetBool(applied[id])
 				}
 			})
-		case XExtraWindow:
+		case meta.ExtraWindow:
 			buckets, err := e.W.Buckets(e.C.Bucket, now)
 			if err != nil {
 				return fmt.Errorf("field %s: %w", e.Name, err)
@@ -139,11 +63,11 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *XModel, v reflect.Value, key string,
 				return err
 			}
 			eachRecord(rs, func(id string, s reflect.Value) {
-				if f, ok := walk(s, e.Index, true); ok && f.CanSet() {
-					XSetInt(f, totals[id])
+				if f, ok := meta.Walk(s, e.Index, true); ok && f.CanSet() {
+					meta.SetInt(f, totals[id])
 				}
 			})
-		case XExtraSeries:
+		case meta.ExtraSeries:
 			buckets, err := e.W.Buckets(e.C.Bucket, now)
 			if err != nil {
 				return fmt.Errorf("field %s: %w", e.Name, err)
@@ -153,7 +77,7 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *XModel, v reflect.Value, key string,
 				return err
 			}
 			eachRecord(rs, func(id string, s reflect.Value) {
-				if f, ok := walk(s, e.Index, true); ok && f.CanSet() {
+				if f, ok := meta.Walk(s, e.Index, true); ok && f.CanSet() {
 					f.Set(reflect.ValueOf(slices.Clone(series[id]))) // records repeated in v get a series each
 				}
 			})
@@ -162,19 +86,10 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *XModel, v reflect.Value, key string,
 	return nil
 }
 
-func eachRecord(rs XRecords, fn func(id string, s reflect.Value)) {
+func eachRecord(rs meta.Records, fn func(id string, s reflect.Value)) {
 	for id, structs := range rs.ByID {
 		for _, s := range structs {
 			fn(id, s)
 		}
 	}
-}
-
-func containsName(names []string, field, counter string) bool {
-	for _, n := range names {
-		if n == field || n == counter {
-			return true
-		}
-	}
-	return false
 }

@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Drift is a counter cache whose stored total differs from its children.
@@ -83,7 +85,7 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, elem, err := p.modelsArg(db, models)
+	m, elem, err := p.models.ModelsArg(db, models)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +140,7 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "FixOptions.BatchSize"); err != nil {
 		return prog, err
 	}
-	m, err := p.modelArg(db, model)
+	m, err := p.models.ModelArg(db, model)
 	if err != nil {
 		return prog, err
 	}
@@ -172,7 +174,7 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 }
 
 // cachesOfModel returns the named counter caches of a parent model (all when names is empty).
-func (p *Plugin) cachesOfModel(m *XModel, names []string) ([]*counterCache, error) {
+func (p *Plugin) cachesOfModel(m *meta.Model, names []string) ([]*counterCache, error) {
 	counters, err := m.Selected(names)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 
 	"github.com/slotted-go/slotted/internal/keyset"
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // keysetPages walks model m's records in primary-key order, size keys a page,
@@ -18,7 +20,7 @@ import (
 // skip records created since its last replay). scope narrows the records.
 //
 //	SELECT id FROM posts [WHERE <scope>] AND posts.id > ? ORDER BY posts.id LIMIT 500
-func keysetPages(db *gorm.DB, m *XModel, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
+func keysetPages(db *gorm.DB, m *meta.Model, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
 	pk := []clause.Column{{Table: clause.CurrentTable, Name: m.Key.Column}}
 	var start []any
 	if after != nil {

@@ -14,6 +14,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Sorted listings: a page of records ordered by a counter, read in two
@@ -143,7 +145,7 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 	switch {
 	case windowed:
 		if c.Bucket == nil {
-			return nil, notBucketed(c)
+			return nil, meta.NotBucketed(c)
 		}
 		if buckets, err = c.Bucket.Between(opts.From, opts.To); err != nil {
 			return nil, err
@@ -171,8 +173,8 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 
 // ranking is one page of a listing or of Trending, ready to run.
 type ranking struct {
-	m           *XModel
-	c           *XCounter
+	m           *meta.Model
+	c           *meta.Counter
 	read        Read
 	sub         *gorm.DB // the grouped totals joined to the model (nil: the cache column)
 	limit       int
@@ -220,7 +222,7 @@ func (r *ranking) cursor() (*cursor, error) {
 	if cur.Listing != fingerprint(r.fingerprint) {
 		return nil, fmt.Errorf("%w: the page cursor belongs to another listing", ErrInvalidArgument)
 	}
-	if err := XCheckKey("record id", cur.ID); err != nil {
+	if err := meta.CheckKey("record id", cur.ID); err != nil {
 		return nil, fmt.Errorf("%w: page cursor: %v", ErrInvalidArgument, err)
 	}
 	if _, ok := r.m.Key.Parse(cur.ID); !ok {
@@ -355,9 +357,9 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 }
 
 // keyText is the record_id of a scanned primary key value.
-func keyText(m *XModel, key reflect.Value) (string, error) {
+func keyText(m *meta.Model, key reflect.Value) (string, error) {
 	holder := reflect.New(m.Type).Elem()
-	f, ok := walk(holder, m.Key.Index, true)
+	f, ok := meta.Walk(holder, m.Key.Index, true)
 	if !ok {
 		return "", fmt.Errorf("%w: %s: primary key field not settable", ErrUnsupportedModel, m.Type)
 	}

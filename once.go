@@ -7,6 +7,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Retry-safe writes. An error such as MySQL's "invalid connection" or a
@@ -181,7 +183,7 @@ func checkOnceKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: the once key is empty", ErrUnsupportedKey)
 	}
-	return XCheckKey("the once key", key)
+	return meta.CheckKey("the once key", key)
 }
 
 // onceArgs checks AddOnce's arguments. MinInt64 is refused because

@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Reads of the once table (once.go): "has this user liked it?" for one
@@ -42,7 +44,7 @@ func Applied(db *gorm.DB, model any, counter, key string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	c, _, id, err := p.target(db, model, counter)
+	c, _, id, err := p.models.Target(db, model, counter)
 	if err != nil {
 		return false, err
 	}
@@ -64,7 +66,7 @@ func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, elem, err := p.modelsArg(db, models)
+	m, elem, err := p.models.ModelsArg(db, models)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +89,7 @@ func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
 		return nil, err
 	}
 	var out []bool
-	XEachStruct(elem, func(s reflect.Value) {
+	meta.EachStruct(elem, func(s reflect.Value) {
 		id, _ := m.Key.ID(s) // records checked every key
 		out = append(out, got[id])
 	})
@@ -102,19 +104,19 @@ func LoadApplied(db *gorm.DB, models any, key string, fields ...string) error {
 	if err != nil {
 		return err
 	}
-	m, elem, err := p.modelsArg(db, models)
+	m, elem, err := p.models.ModelsArg(db, models)
 	if err != nil {
 		return err
 	}
 	if err := checkOnceKey(key); err != nil {
 		return err
 	}
-	if err := m.ExtrasNamed(fields, XExtraApplied); err != nil {
+	if err := m.ExtrasNamed(fields, meta.ExtraApplied); err != nil {
 		return err
 	}
 	var applied []string
 	for _, e := range m.Extras {
-		if e.Kind == XExtraApplied && (len(fields) == 0 || containsName(fields, e.Name, e.Counter)) {
+		if e.Kind == meta.ExtraApplied && (len(fields) == 0 || e.In(fields)) {
 			applied = append(applied, e.Name)
 		}
 	}
@@ -149,7 +151,7 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 	if err != nil {
 		return nil, err
 	}
-	c, _, id, err := p.target(db, model, counter)
+	c, _, id, err := p.models.Target(db, model, counter)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +159,7 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 		return nil, fmt.Errorf("%w: OnceKeys' limit %d not in 1..%d", ErrInvalidArgument, limit, MaxKeysPage)
 	}
 	if after != "" {
-		if err := XCheckKey("OnceKeys' after", after); err != nil {
+		if err := meta.CheckKey("OnceKeys' after", after); err != nil {
 			return nil, err
 		}
 	}
@@ -244,8 +246,8 @@ func WhereApplied(model any, name, key string) func(*gorm.DB) *gorm.DB {
 			_ = db.AddError(err)
 			return db
 		}
-		m, err := p.modelArg(db, model)
-		var c *XCounter
+		m, err := p.models.ModelArg(db, model)
+		var c *meta.Counter
 		if err == nil {
 			c, err = m.Counter(name)
 		}

@@ -1,7 +1,6 @@
 package slotted
 
 import (
-	"database/sql/driver"
 	"fmt"
 	"reflect"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Ordering and filtering a model's query by a counter: the scopes join the
@@ -146,7 +147,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 	if err != nil {
 		return db, "", err
 	}
-	m, err := p.modelArg(db, model)
+	m, err := p.models.ModelArg(db, model)
 	if err != nil {
 		return db, "", err
 	}
@@ -160,7 +161,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 	types, alias := []any{c.RecordType}, "slotted_"+identifier(c.Name)
 	if w != nil {
 		if c.Bucket == nil {
-			return db, "", notBucketed(c)
+			return db, "", meta.NotBucketed(c)
 		}
 		buckets, err := c.Bucket.Between(w.from, w.to)
 		if err != nil {
@@ -215,24 +216,4 @@ func identifier(name string) string {
 		b = b[:40]
 	}
 	return string(b)
-}
-
-// Textual reports whether the database's text form of the key (CAST(id AS
-// text)) is its record_id: integers, strings, and Valuers that bind text or
-// integers (uuid.UUID); not keys written to record_id as hex bytes.
-func (k XKey) Textual() error {
-	if k.Kind != reflect.Interface {
-		return nil
-	}
-	if k.Type.Kind() != reflect.Pointer {
-		if v, ok := reflect.New(k.Type).Elem().Interface().(driver.Valuer); ok {
-			if dv, err := v.Value(); err == nil {
-				switch dv.(type) {
-				case string, int64:
-					return nil
-				}
-			}
-		}
-	}
-	return fmt.Errorf("%w: %s keys are not stored as their record_id text, so their counters cannot be joined", ErrUnsupportedKey, k.Type)
 }

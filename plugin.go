@@ -9,6 +9,8 @@ import (
 
 	"github.com/slotted-go/slotted/internal/dialect"
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 const pluginName = "slotted"
@@ -20,7 +22,7 @@ type Plugin struct {
 	dialect  dialect.Dialect
 	sessions *session.Sessions // routing, prepared statements, own transactions, retries
 	sql      statements
-	models   sync.Map // reflect.Type -> *modelResult: metadata is built once per model type
+	models   *meta.Registry // model metadata, built once per type
 	sumOnce  sync.Once
 	sumFinal string // the sum as the driver gets it (see sumSQL)
 	stats    stats
@@ -80,6 +82,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := p.dialect.CheckTableName(cfg.OnceTable); err != nil {
 		return err
 	}
+	p.models = &meta.Registry{Slots: cfg.Slots, Location: cfg.Location, SeriesType: reflect.TypeOf([]Bucket(nil))}
 	p.sessions = &session.Sessions{Dialect: p.dialect, Table: cfg.Table, DisablePrepared: cfg.DisablePrepared, Own: p.ownStatement,
 		Retry: &session.Retrier{MaxRetries: cfg.MaxRetries, MinBackoff: cfg.MinRetryBackoff, MaxBackoff: cfg.MaxRetryBackoff, OnConflict: p.conflicted}}
 	if p.sql, err = render(db, cfg.Table, p.dialect); err != nil {

@@ -1,7 +1,6 @@
 package slotted
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 
@@ -10,6 +9,8 @@ import (
 
 	"github.com/slotted-go/slotted/internal/dialect"
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // loadChunk bounds the record ids in one batched read, well under every
@@ -27,7 +28,7 @@ func Count(db *gorm.DB, model any, counter string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	c, _, id, err := p.target(db, model, counter)
+	c, _, id, err := p.models.Target(db, model, counter)
 	if err != nil {
 		return 0, err
 	}
@@ -80,7 +81,7 @@ func Load(db *gorm.DB, models any, counters ...string) error {
 	if err != nil {
 		return err
 	}
-	m, elem, err := p.modelsArg(db, models)
+	m, elem, err := p.models.ModelsArg(db, models)
 	if err != nil {
 		return err
 	}
@@ -95,14 +96,14 @@ func Load(db *gorm.DB, models any, counters ...string) error {
 // slice/array of structs or pointers) and sets their fields; counters with no
 // rows are set to 0. strict makes a record without a primary key an error;
 // auto-fill leaves such records alone (a Select that skipped the key column).
-func (p *Plugin) fill(db *gorm.DB, m *XModel, selected []*XCounter, v reflect.Value, strict bool) error {
+func (p *Plugin) fill(db *gorm.DB, m *meta.Model, selected []*meta.Counter, v reflect.Value, strict bool) error {
 	rs, err := m.Records(v, strict)
 	if err != nil || len(rs.IDs) == 0 || len(selected) == 0 {
 		return err
 	}
 	totals := make(map[[2]string]int64, len(rs.IDs)*len(selected))
 	for chunk := range slices.Chunk(rs.IDs, loadChunk) {
-		if err := p.sums(db, XRecordTypes(selected), chunk, totals); err != nil {
+		if err := p.sums(db, meta.RecordTypes(selected), chunk, totals); err != nil {
 			return err
 		}
 	}
@@ -115,31 +116,6 @@ func (p *Plugin) fill(db *gorm.DB, m *XModel, selected []*XCounter, v reflect.Va
 		}
 	}
 	return nil
-}
-
-// XRecords groups the structs of one load by record_id, in first-seen order.
-type XRecords struct {
-	IDs  []string
-	ByID map[string][]reflect.Value
-}
-
-func (m *XModel) Records(v reflect.Value, strict bool) (XRecords, error) {
-	rs := XRecords{ByID: map[string][]reflect.Value{}}
-	var err error
-	XEachStruct(v, func(s reflect.Value) {
-		id, idErr := m.Key.ID(s)
-		if idErr != nil {
-			if strict && err == nil {
-				err = fmt.Errorf("%s: %w", m.Type, idErr)
-			}
-			return
-		}
-		if _, seen := rs.ByID[id]; !seen {
-			rs.IDs = append(rs.IDs, id)
-		}
-		rs.ByID[id] = append(rs.ByID[id], s)
-	})
-	return rs, err
 }
 
 // sums reads the totals of several counters of several records in one GROUP BY.
@@ -174,20 +150,4 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 		into[[2]string{typ, id}] = int64(n)
 	}
 	return overflowed(rows.Err())
-}
-
-// XEachStruct calls fn for every addressable struct in v, skipping nil pointers.
-func XEachStruct(v reflect.Value, fn func(reflect.Value)) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			XEachStruct(v.Elem(), fn)
-		}
-	case reflect.Slice, reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			XEachStruct(v.Index(i), fn)
-		}
-	case reflect.Struct:
-		fn(v)
-	}
 }

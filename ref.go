@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Ref names a counter directly by its record_type and record_id, without a
@@ -30,13 +32,13 @@ func (r Ref) validate() error {
 	if r.Type == "" || r.ID == "" {
 		return fmt.Errorf("%w: Ref %+v needs both Type and ID", ErrMissingPrimaryKey, r)
 	}
-	if err := XCheckKey("Ref.Type", r.Type); err != nil {
+	if err := meta.CheckKey("Ref.Type", r.Type); err != nil {
 		return err
 	}
 	if r.Slots < 0 || r.Slots > MaxSlots {
 		return fmt.Errorf("%w: Ref.Slots %d not in 0..%d", ErrInvalidArgument, r.Slots, MaxSlots)
 	}
-	return XCheckKey("Ref.ID", r.ID)
+	return meta.CheckKey("Ref.ID", r.ID)
 }
 
 // slots is the slot count AddRef writes with.
@@ -53,7 +55,7 @@ func RefOf(db *gorm.DB, model any, counter string) (Ref, error) {
 	if err != nil {
 		return Ref{}, err
 	}
-	c, _, id, err := p.target(db, model, counter)
+	c, _, id, err := p.models.Target(db, model, counter)
 	if err != nil {
 		return Ref{}, err
 	}

@@ -6,6 +6,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // RollUp writes the current total of counters into their cache columns on the
@@ -31,7 +33,7 @@ func RollUp(db *gorm.DB, models any, counters ...string) error {
 	if err != nil {
 		return err
 	}
-	m, v, err := p.modelsArg(db, models)
+	m, v, err := p.models.ModelsArg(db, models)
 	if err != nil {
 		return err
 	}
@@ -42,12 +44,12 @@ func RollUp(db *gorm.DB, models any, counters ...string) error {
 	return p.rollUp(db, m, selected, v)
 }
 
-func (p *Plugin) rollUp(db *gorm.DB, m *XModel, selected []*XCounter, v reflect.Value) error {
+func (p *Plugin) rollUp(db *gorm.DB, m *meta.Model, selected []*meta.Counter, v reflect.Value) error {
 	rs, err := m.Records(v, true)
 	if err != nil || len(rs.IDs) == 0 {
 		return err
 	}
-	types := XRecordTypes(selected)
+	types := meta.RecordTypes(selected)
 	totals := make(map[[2]string]int64, len(rs.IDs)*len(selected))
 	for ids := range slices.Chunk(rs.IDs, loadChunk) {
 		err := p.sessions.WriteTx(db, func(tx *gorm.DB) error {
@@ -83,8 +85,8 @@ func (p *Plugin) rollUp(db *gorm.DB, m *XModel, selected []*XCounter, v reflect.
 			n := totals[[2]string{c.RecordType, id}]
 			for _, s := range structs {
 				c.Set(s, n)
-				if f, ok := walk(s, c.CacheIndex, true); ok && f.CanSet() {
-					XSetInt(f, n)
+				if f, ok := meta.Walk(s, c.CacheIndex, true); ok && f.CanSet() {
+					meta.SetInt(f, n)
 				}
 			}
 		}
@@ -123,7 +125,7 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "RollUpOptions.BatchSize"); err != nil {
 		return prog, err
 	}
-	m, err := p.modelArg(db, model)
+	m, err := p.models.ModelArg(db, model)
 	if err != nil {
 		return prog, err
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Counter fields of new records. db.Create(&Post{Likes: 5}) stores 5: the
@@ -23,13 +25,13 @@ import (
 const freshKey = "slotted:fresh"
 
 // checkSeeds refuses new records with a non-zero counter-cache field.
-func (p *Plugin) checkSeeds(db *gorm.DB, m *XModel, upsert bool) error {
+func (p *Plugin) checkSeeds(db *gorm.DB, m *meta.Model, upsert bool) error {
 	var fresh []bool
 	var err error
-	XEachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
+	meta.EachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
 		isNew := true
 		if upsert {
-			k, ok := XFieldAt(v, m.Key.Index)
+			k, ok := meta.FieldAt(v, m.Key.Index)
 			isNew = !ok || k.IsZero()
 			fresh = append(fresh, isNew)
 		}
@@ -40,7 +42,7 @@ func (p *Plugin) checkSeeds(db *gorm.DB, m *XModel, upsert bool) error {
 			if p.cacheOf(c) == nil {
 				continue
 			}
-			if f, ok := XFieldAt(v, c.Index); ok && !f.IsZero() {
+			if f, ok := meta.FieldAt(v, c.Index); ok && !f.IsZero() {
 				err = fmt.Errorf("%w: %s.%s is %v on a new record; leave it 0, the children count", ErrCounterCache, m.Type, c.Name, f.Interface())
 				return
 			}
@@ -53,20 +55,20 @@ func (p *Plugin) checkSeeds(db *gorm.DB, m *XModel, upsert bool) error {
 }
 
 // seed adds the counter fields of the records a Create inserted to their counters.
-func (p *Plugin) seed(db *gorm.DB, m *XModel, upsert bool) error {
+func (p *Plugin) seed(db *gorm.DB, m *meta.Model, upsert bool) error {
 	var fresh []bool
 	if upsert {
 		v, _ := db.InstanceGet(freshKey)
 		fresh, _ = v.([]bool)
 	}
 	type seedRow struct {
-		c  *XCounter
+		c  *meta.Counter
 		id string
 		n  int64
 	}
 	var rows []seedRow
 	i := -1
-	XEachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
+	meta.EachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
 		i++
 		if upsert && (i >= len(fresh) || !fresh[i]) {
 			return
@@ -75,7 +77,7 @@ func (p *Plugin) seed(db *gorm.DB, m *XModel, upsert bool) error {
 			if p.cacheOf(c) != nil {
 				continue
 			}
-			f, ok := XFieldAt(v, c.Index)
+			f, ok := meta.FieldAt(v, c.Index)
 			if !ok || f.IsZero() {
 				continue
 			}

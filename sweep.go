@@ -8,6 +8,8 @@ import (
 
 	"github.com/slotted-go/slotted/internal/keyset"
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // SweepOptions configures Sweep.
@@ -42,14 +44,14 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "SweepOptions.BatchSize"); err != nil {
 		return prog, err
 	}
-	m, err := p.modelArg(db, model)
+	m, err := p.models.ModelArg(db, model)
 	if err != nil {
 		return prog, err
 	}
 	if err := m.Key.Sweepable(); err != nil {
 		return prog, err
 	}
-	types := XRecordTypes(m.Counters)
+	types := meta.RecordTypes(m.Counters)
 	rid := []clause.Column{{Name: "record_id"}}
 	// Its reads decide a delete: the ids and their parents are read on the
 	// primary, never on replicas at different lag (a replica behind the other
@@ -87,7 +89,7 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 
 // orphans returns the ids among ids that have no row in the model's table;
 // db is a session on the primary.
-func (p *Plugin) orphans(db *gorm.DB, m *XModel, ids []string) ([]string, error) {
+func (p *Plugin) orphans(db *gorm.DB, m *meta.Model, ids []string) ([]string, error) {
 	keys := make([]any, 0, len(ids))
 	for _, id := range ids {
 		if k, ok := m.Key.Parse(id); ok {

@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // RefTotal is a counter and its total, as TopRefs ranks them.
@@ -111,7 +113,7 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 	types := []any{c.RecordType}
 	if w != nil {
 		if c.Bucket == nil {
-			return nil, notBucketed(c)
+			return nil, meta.NotBucketed(c)
 		}
 		buckets, err := c.Bucket.Between(w.from, w.to)
 		if err != nil {
@@ -142,7 +144,7 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 }
 
 // topCached ranks by the cache column of the parent table.
-func (p *Plugin) topCached(db *gorm.DB, m *XModel, c *XCounter, n int) ([]RefTotal, error) {
+func (p *Plugin) topCached(db *gorm.DB, m *meta.Model, c *meta.Counter, n int) ([]RefTotal, error) {
 	found := reflect.New(reflect.SliceOf(m.Type))
 	err := WithoutFill(session.Routed(db)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Column, c.Cache).
 		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.Cache}, Desc: true}).
@@ -159,7 +161,7 @@ func (p *Plugin) topCached(db *gorm.DB, m *XModel, c *XCounter, n int) ([]RefTot
 			return nil, fmt.Errorf("%s: %w", m.Type, err)
 		}
 		r := RefTotal{Ref: Ref{Type: c.RecordType, ID: id, Slots: c.Slots}}
-		if f, ok := XFieldAt(s, c.CacheIndex); ok {
+		if f, ok := meta.FieldAt(s, c.CacheIndex); ok {
 			if f.CanInt() {
 				r.Total = f.Int()
 			} else {
@@ -173,7 +175,7 @@ func (p *Plugin) topCached(db *gorm.DB, m *XModel, c *XCounter, n int) ([]RefTot
 
 // rankArgs resolves the arguments every ranking shares: the plugin, the
 // model's metadata and its counter, and n >= 1 (what names the call).
-func rankArgs(db *gorm.DB, model any, counter string, n int, what string) (*Plugin, *XModel, *XCounter, error) {
+func rankArgs(db *gorm.DB, model any, counter string, n int, what string) (*Plugin, *meta.Model, *meta.Counter, error) {
 	p, err := pluginOf(db)
 	if err != nil {
 		return nil, nil, nil, err
@@ -181,7 +183,7 @@ func rankArgs(db *gorm.DB, model any, counter string, n int, what string) (*Plug
 	if n < 1 {
 		return nil, nil, nil, fmt.Errorf("%w: %s n %d", ErrInvalidArgument, what, n)
 	}
-	m, err := p.modelArg(db, model)
+	m, err := p.models.ModelArg(db, model)
 	if err != nil {
 		return nil, nil, nil, err
 	}

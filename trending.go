@@ -12,6 +12,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // MaxTrendBuckets bounds TrendOptions.Buckets: each bucket is one branch of
@@ -73,10 +75,10 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	if err != nil {
 		return nil, err
 	}
-	m, _ := p.modelArg(db, model)
+	m, _ := p.models.ModelArg(db, model)
 	switch {
 	case c.Bucket == nil:
-		return nil, notBucketed(c)
+		return nil, meta.NotBucketed(c)
 	case opts.Buckets < 1 || opts.Buckets > MaxTrendBuckets:
 		return nil, fmt.Errorf("%w: TrendOptions.Buckets %d (want 1..%d)", ErrInvalidArgument, opts.Buckets, MaxTrendBuckets)
 	case !(opts.HalfLife > 0) || math.IsInf(opts.HalfLife, 1):
@@ -125,7 +127,7 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 
 // trendWeights lists the window's bucket record_types, newest first, and
 // their integer weights; it stops at the first weight that rounds to 0.
-func trendWeights(c *XCounter, now bucketing.Bucket, n int, halfLife float64) ([]string, []int64) {
+func trendWeights(c *meta.Counter, now bucketing.Bucket, n int, halfLife float64) ([]string, []int64) {
 	var (
 		types   []string
 		weights []int64

@@ -1,7 +1,6 @@
 package slotted
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Windowed reads of bucketed counters: the buckets overlapping [from, to)
@@ -82,15 +83,15 @@ func LoadBetween(db *gorm.DB, models any, from, to time.Time, counters ...string
 }
 
 // window resolves a windowed read of one record's counter.
-func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin, c *XCounter, id string, buckets []bucketing.Bucket, err error) {
+func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin, c *meta.Counter, id string, buckets []bucketing.Bucket, err error) {
 	if p, err = pluginOf(db); err != nil {
 		return
 	}
-	if c, _, id, err = p.target(db, model, counter); err != nil {
+	if c, _, id, err = p.models.Target(db, model, counter); err != nil {
 		return
 	}
 	if c.Bucket == nil {
-		err = notBucketed(c)
+		err = meta.NotBucketed(c)
 		return
 	}
 	buckets, err = resolve(c, p.cfg.Now)
@@ -101,11 +102,13 @@ func window(db *gorm.DB, model any, counter string, resolve windowOf) (p *Plugin
 // (between) and the Window form (windowIn) of every windowed read. Only the
 // Window form reads the clock (Config.Now, the user's function: called only
 // when a window needs it, once per call).
-type windowOf func(c *XCounter, now func() time.Time) ([]bucketing.Bucket, error)
+type windowOf func(c *meta.Counter, now func() time.Time) ([]bucketing.Bucket, error)
 
 // between is the instant form: the buckets overlapping [from, to).
 func between(from, to time.Time) windowOf {
-	return func(c *XCounter, _ func() time.Time) ([]bucketing.Bucket, error) { return c.Bucket.Between(from, to) }
+	return func(c *meta.Counter, _ func() time.Time) ([]bucketing.Bucket, error) {
+		return c.Bucket.Between(from, to)
+	}
 }
 
 // countWindow is CountBetween and CountIn: one record's counter over a window
@@ -147,7 +150,7 @@ func loadWindow(db *gorm.DB, models any, counters []string, resolve windowOf) er
 	if err != nil {
 		return err
 	}
-	m, elem, err := p.modelsArg(db, models)
+	m, elem, err := p.models.ModelsArg(db, models)
 	if err != nil {
 		return err
 	}
@@ -180,38 +183,8 @@ func loadWindow(db *gorm.DB, models any, counters []string, resolve windowOf) er
 	return nil
 }
 
-func notBucketed(c *XCounter) error {
-	return fmt.Errorf("%w: counter %q has no buckets: tag option", ErrInvalidArgument, c.Name)
-}
-
-// Bucketed returns the named counters (all Bucketed ones when names is empty), which must have buckets.
-func (m *XModel) Bucketed(names []string) ([]*XCounter, error) {
-	if len(names) == 0 {
-		var out []*XCounter
-		for _, c := range m.Counters {
-			if c.Bucket != nil {
-				out = append(out, c)
-			}
-		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("%w: no counter of %s has a buckets: tag option", ErrInvalidArgument, m.Type)
-		}
-		return out, nil
-	}
-	out, err := m.Selected(names)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range out {
-		if c.Bucket == nil {
-			return nil, notBucketed(c)
-		}
-	}
-	return out, nil
-}
-
 // bucketTypes returns the record_types of counter c's buckets.
-func bucketTypes(c *XCounter, buckets []bucketing.Bucket) []string {
+func bucketTypes(c *meta.Counter, buckets []bucketing.Bucket) []string {
 	types := make([]string, len(buckets))
 	for i, b := range buckets {
 		types[i] = bucketing.Type(c.RecordType, b.Label)

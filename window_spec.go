@@ -8,6 +8,8 @@ import (
 
 	"github.com/slotted-go/slotted/internal/bucketing"
 	"github.com/slotted-go/slotted/internal/errs"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // Windows stated in buckets. CountBetween(from, to) takes every bucket that
@@ -66,7 +68,9 @@ func ParseWindow(s string) (Window, error) { return bucketing.ParseWindow(s) }
 
 // windowIn is w as a windowOf (window.go): its buckets for counter c at now.
 func windowIn(w Window) windowOf {
-	return func(c *XCounter, now func() time.Time) ([]bucketing.Bucket, error) { return w.Buckets(c.Bucket, now()) }
+	return func(c *meta.Counter, now func() time.Time) ([]bucketing.Bucket, error) {
+		return w.Buckets(c.Bucket, now())
+	}
 }
 
 // CountIn returns a bucketed counter's total over window w, read at
@@ -103,7 +107,7 @@ func SeriesIn(db *gorm.DB, model any, counter string, w Window) ([]Bucket, error
 //	slotted.LoadIn(db, &posts, slotted.ThisWeek(), "views")
 func LoadIn(db *gorm.DB, models any, w Window, counters ...string) error {
 	// A Window's error names the counter: several may be loaded at once.
-	return loadWindow(db, models, counters, func(c *XCounter, now func() time.Time) ([]bucketing.Bucket, error) {
+	return loadWindow(db, models, counters, func(c *meta.Counter, now func() time.Time) ([]bucketing.Bucket, error) {
 		buckets, err := windowIn(w)(c, now)
 		if err != nil {
 			return nil, fmt.Errorf("counter %q: %w", c.Name, err)

@@ -8,6 +8,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // One write path. Every write becomes row deltas (batchRow): a counter's
@@ -26,7 +28,7 @@ import (
 // rowsOf appends the rows a write of delta to counter c of record id touches
 // at instant at: the total row, and the bucket holding at for a bucketed
 // counter.
-func rowsOf(dst []batchRow, c *XCounter, id string, delta int64, at time.Time) []batchRow {
+func rowsOf(dst []batchRow, c *meta.Counter, id string, delta int64, at time.Time) []batchRow {
 	dst = append(dst, batchRow{ref: Ref{Type: c.RecordType, ID: id}, slots: c.Slots, delta: delta})
 	if c.Bucket != nil {
 		dst = append(dst, batchRow{ref: Ref{Type: bucketing.Type(c.RecordType, c.Bucket.Of(at).Label), ID: id}, slots: c.Slots, delta: delta})

@@ -29,3 +29,6 @@ var ErrDryRun = errors.New("slotted: the DB is in DryRun mode; counters are neit
 
 // ErrPastRetention is slotted.ErrPastRetention.
 var ErrPastRetention = fmt.Errorf("%w: the window reaches past the counter's keep: retention", ErrInvalidArgument)
+
+// MaxSlots is slotted.MaxSlots: the most slot rows one counter may have.
+const MaxSlots = 1 << 16

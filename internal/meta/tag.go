@@ -1,4 +1,4 @@
-package slotted
+package meta
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
+
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 // tagOptions is a parsed `slotted:"..."` struct tag:
@@ -40,7 +42,7 @@ func parseTag(tag string) (tagOptions, error) {
 		key, value, hasValue := strings.Cut(part, ":")
 		if !hasValue {
 			if i != 0 {
-				return o, fmt.Errorf("%w: tag %q: option %q needs a value (key:value)", ErrInvalidConfig, tag, part)
+				return o, fmt.Errorf("%w: tag %q: option %q needs a value (key:value)", errs.ErrInvalidConfig, tag, part)
 			}
 			o.name = part
 			continue
@@ -48,14 +50,14 @@ func parseTag(tag string) (tagOptions, error) {
 		key, value = strings.ToLower(strings.TrimSpace(key)), strings.TrimSpace(value)
 		switch key {
 		case "type":
-			if value == "" || len(value) > MaxKeyLen {
-				return o, fmt.Errorf("%w: tag %q: type must be 1..%d bytes", ErrInvalidConfig, tag, MaxKeyLen)
+			if value == "" || len(value) > errs.MaxKeyLen {
+				return o, fmt.Errorf("%w: tag %q: type must be 1..%d bytes", errs.ErrInvalidConfig, tag, errs.MaxKeyLen)
 			}
 			o.recordType = value
 		case "slots":
 			n, err := strconv.Atoi(value)
-			if err != nil || n < 1 || n > MaxSlots {
-				return o, fmt.Errorf("%w: tag %q: slots must be 1..%d", ErrInvalidConfig, tag, MaxSlots)
+			if err != nil || n < 1 || n > errs.MaxSlots {
+				return o, fmt.Errorf("%w: tag %q: slots must be 1..%d", errs.ErrInvalidConfig, tag, errs.MaxSlots)
 			}
 			o.slots = n
 		case "cache":
@@ -65,7 +67,7 @@ func parseTag(tag string) (tagOptions, error) {
 				return o, err
 			}
 		default:
-			return o, fmt.Errorf("%w: tag %q: unknown option %q (want type, slots, cache, buckets, tz, keep)", ErrInvalidConfig, tag, key)
+			return o, fmt.Errorf("%w: tag %q: unknown option %q (want type, slots, cache, buckets, tz, keep)", errs.ErrInvalidConfig, tag, key)
 		}
 	}
 	return o, nil

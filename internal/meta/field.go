@@ -1,4 +1,4 @@
-package slotted
+package meta
 
 import "reflect"
 
@@ -8,17 +8,17 @@ import "reflect"
 // Field returns the counter Field of a struct value; ok is false when the path
 // runs through a nil embedded pointer.
 // Setting it allocates nil embedded structs on the way, as gorm's scanner does.
-func (c *XCounter) Field(v reflect.Value) (reflect.Value, bool) { return walk(v, c.Index, true) }
+func (c *Counter) Field(v reflect.Value) (reflect.Value, bool) { return Walk(v, c.Index, true) }
 
-// XFieldAt reads a field by its gorm index path; ok is false when the path runs
+// FieldAt reads a field by its gorm index path; ok is false when the path runs
 // through a nil embedded pointer.
-func XFieldAt(v reflect.Value, index []int) (reflect.Value, bool) { return walk(v, index, false) }
+func FieldAt(v reflect.Value, index []int) (reflect.Value, bool) { return Walk(v, index, false) }
 
-// walk follows a gorm field index path. gorm writes -i-1 for field i when it
+// Walk follows a gorm field index path. gorm writes -i-1 for field i when it
 // is a pointer to an embedded struct, dereferenced on the way; a nil one is
 // allocated when alloc is set (and the struct can be changed), else it ends
 // the walk with ok false.
-func walk(v reflect.Value, index []int, alloc bool) (reflect.Value, bool) {
+func Walk(v reflect.Value, index []int, alloc bool) (reflect.Value, bool) {
 	for n, i := range index {
 		if i >= 0 {
 			v = v.Field(i)
@@ -41,14 +41,14 @@ func walk(v reflect.Value, index []int, alloc bool) (reflect.Value, bool) {
 
 // Set stores n into the counter field of struct value v, saturating at the
 // field type's bounds (an int8 counter cannot hold 300; an unsigned one cannot go below 0).
-func (c *XCounter) Set(v reflect.Value, n int64) {
+func (c *Counter) Set(v reflect.Value, n int64) {
 	if f, ok := c.Field(v); ok && f.CanSet() {
-		XSetInt(f, n)
+		SetInt(f, n)
 	}
 }
 
-// XSetInt stores n into an integer field, saturating at its type's bounds.
-func XSetInt(f reflect.Value, n int64) {
+// SetInt stores n into an integer field, saturating at its type's bounds.
+func SetInt(f reflect.Value, n int64) {
 	switch f.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		bits := f.Type().Bits()
@@ -67,7 +67,7 @@ func XSetInt(f reflect.Value, n int64) {
 }
 
 // Add moves the in-memory counter field by delta, as Laravel's increment does.
-func (c *XCounter) Add(v reflect.Value, delta int64) {
+func (c *Counter) Add(v reflect.Value, delta int64) {
 	f, ok := c.Field(v)
 	if !ok {
 		return

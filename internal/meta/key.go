@@ -1,4 +1,4 @@
-package slotted
+package meta
 
 import (
 	"database/sql/driver"
@@ -8,16 +8,18 @@ import (
 	"strconv"
 
 	"gorm.io/gorm/schema"
+
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
-// XKey turns a model's primary key into its record_id: integers as
+// Key turns a model's primary key into its record_id: integers as
 // decimal text, strings as they are, and types with a String or Value method
 // (uuid.UUID and friends) through that method. The form is documented, so a
 // Ref{Type: "posts.likes", ID: "42"} names the same counter as post 42's likes.
-type XKey struct {
+type Key struct {
 	Column string // the primary key's column
 	Index  []int
-	Type    reflect.Type
+	Type   reflect.Type
 	Kind   reflect.Kind
 }
 
@@ -26,16 +28,16 @@ var (
 	stringerType = reflect.TypeOf((*fmt.Stringer)(nil)).Elem()
 )
 
-func newRecordKey(s *schema.Schema) (XKey, error) {
+func newRecordKey(s *schema.Schema) (Key, error) {
 	switch len(s.PrimaryFields) {
 	case 0:
-		return XKey{}, fmt.Errorf("%w: %s has no primary key", ErrUnsupportedModel, s.Name)
+		return Key{}, fmt.Errorf("%w: %s has no primary key", errs.ErrUnsupportedModel, s.Name)
 	case 1:
 	default:
-		return XKey{}, fmt.Errorf("%w: %s has a composite primary key; counters need a single-column key", ErrUnsupportedModel, s.Name)
+		return Key{}, fmt.Errorf("%w: %s has a composite primary key; counters need a single-column key", errs.ErrUnsupportedModel, s.Name)
 	}
 	f := s.PrimaryFields[0]
-	k := XKey{Column: f.DBName, Index: f.StructField.Index, Type: f.FieldType, Kind: f.FieldType.Kind()}
+	k := Key{Column: f.DBName, Index: f.StructField.Index, Type: f.FieldType, Kind: f.FieldType.Kind()}
 	switch k.Kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
@@ -45,20 +47,20 @@ func newRecordKey(s *schema.Schema) (XKey, error) {
 		k.Kind = reflect.Interface // formatted through its method
 		return k, nil
 	}
-	return XKey{}, fmt.Errorf("%w: %s.%s is a %s; use an integer, a string, or a type with a String or Value method", ErrUnsupportedKey, s.Name, f.Name, f.FieldType)
+	return Key{}, fmt.Errorf("%w: %s.%s is a %s; use an integer, a string, or a type with a String or Value method", errs.ErrUnsupportedKey, s.Name, f.Name, f.FieldType)
 }
 
 // Value returns the primary key of struct Value v as gorm would bind it.
-func (k XKey) Value(v reflect.Value) any {
-	f, _ := XFieldAt(v, k.Index) // only called for records whose id() succeeded
+func (k Key) Value(v reflect.Value) any {
+	f, _ := FieldAt(v, k.Index) // only called for records whose id() succeeded
 	return f.Interface()
 }
 
 // ID returns the record_id of struct value v.
-func (k XKey) ID(v reflect.Value) (string, error) {
-	f, ok := XFieldAt(v, k.Index)
+func (k Key) ID(v reflect.Value) (string, error) {
+	f, ok := FieldAt(v, k.Index)
 	if !ok || f.IsZero() {
-		return "", ErrMissingPrimaryKey
+		return "", errs.ErrMissingPrimaryKey
 	}
 	var (
 		id  string
@@ -72,24 +74,24 @@ func (k XKey) ID(v reflect.Value) (string, error) {
 	case reflect.String:
 		id = f.String()
 	default:
-		if id, err = XFormatKey(f.Interface()); err != nil {
+		if id, err = FormatKey(f.Interface()); err != nil {
 			return "", err
 		}
 	}
 	if id == "" {
-		return "", ErrMissingPrimaryKey // a non-zero key whose Value or String is empty
+		return "", errs.ErrMissingPrimaryKey // a non-zero key whose Value or String is empty
 	}
-	if err := XCheckKey("record id", id); err != nil {
+	if err := CheckKey("record id", id); err != nil {
 		return "", err
 	}
 	return id, nil
 }
 
-func XFormatKey(v any) (string, error) {
+func FormatKey(v any) (string, error) {
 	if valuer, ok := v.(driver.Valuer); ok {
 		dv, err := valuer.Value()
 		if err != nil {
-			return "", fmt.Errorf("%w: %T.Value: %v", ErrUnsupportedKey, v, err)
+			return "", fmt.Errorf("%w: %T.Value: %v", errs.ErrUnsupportedKey, v, err)
 		}
 		switch dv := dv.(type) {
 		case string:
@@ -99,24 +101,24 @@ func XFormatKey(v any) (string, error) {
 		case []byte:
 			return hex.EncodeToString(dv), nil
 		case nil:
-			return "", ErrMissingPrimaryKey
+			return "", errs.ErrMissingPrimaryKey
 		}
 	}
 	if s, ok := v.(fmt.Stringer); ok {
 		return s.String(), nil
 	}
-	return "", fmt.Errorf("%w: %T has no usable String or Value method", ErrUnsupportedKey, v)
+	return "", fmt.Errorf("%w: %T has no usable String or Value method", errs.ErrUnsupportedKey, v)
 }
 
 // Sweepable reports whether record ids can be turned back into keys to look
 // records up by: integers and strings can; other types only if their Value
 // is text or an integer (a uuid.UUID, say), not bytes written out as hex.
-func (k XKey) Sweepable() error {
+func (k Key) Sweepable() error {
 	if k.Kind != reflect.Interface {
 		return nil
 	}
 	if k.Type.Kind() == reflect.Pointer {
-		return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.Type)
+		return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", errs.ErrUnsupportedKey, k.Type)
 	}
 	if v, ok := reflect.New(k.Type).Elem().Interface().(driver.Valuer); ok {
 		if dv, err := v.Value(); err == nil {
@@ -126,12 +128,12 @@ func (k XKey) Sweepable() error {
 			}
 		}
 	}
-	return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", ErrUnsupportedKey, k.Type)
+	return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", errs.ErrUnsupportedKey, k.Type)
 }
 
 // Parse turns a record_id back into a primary key value to query the parent
 // table with; ok is false when no record of this model can have that id.
-func (k XKey) Parse(id string) (any, bool) {
+func (k Key) Parse(id string) (any, bool) {
 	switch k.Kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, err := strconv.ParseInt(id, 10, k.Type.Bits())
@@ -142,3 +144,27 @@ func (k XKey) Parse(id string) (any, bool) {
 	}
 	return id, true // strings, and types gorm binds from their text form
 }
+
+// Textual reports whether the database's text form of the key (CAST(id AS
+// text)) is its record_id: integers, strings, and Valuers that bind text or
+// integers (uuid.UUID); not keys written to record_id as hex bytes.
+func (k Key) Textual() error {
+	if k.Kind != reflect.Interface {
+		return nil
+	}
+	if k.Type.Kind() != reflect.Pointer {
+		if v, ok := reflect.New(k.Type).Elem().Interface().(driver.Valuer); ok {
+			if dv, err := v.Value(); err == nil {
+				switch dv.(type) {
+				case string, int64:
+					return nil
+				}
+			}
+		}
+	}
+	return fmt.Errorf("%w: %s keys are not stored as their record_id text, so their counters cannot be joined", errs.ErrUnsupportedKey, k.Type)
+}
+
+// HasKeyMethod reports whether t formats itself as a key (a String or
+// Value method), as uuid.UUID and friends do.
+func HasKeyMethod(t reflect.Type) bool { return t.Implements(valuerType) || t.Implements(stringerType) }
