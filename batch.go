@@ -13,6 +13,9 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
+
+	"github.com/slotted-go/slotted/internal/meta"
+
 )
 
 // A multi-row upsert writes several counters with one statement, each row with
@@ -56,7 +59,7 @@ type batchRow struct {
 	delta int64
 }
 
-func compareRows(a, b batchRow) int { return compareRefs(a.ref, b.ref) }
+func compareRows(a, b batchRow) int { return meta.CompareRefs(a.ref, b.ref) }
 
 // batchStatements holds the rendered multi-row upserts, one per shape, rendered
 // on first use by gorm's own clause builders like the single-row upsert.

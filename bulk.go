@@ -147,7 +147,7 @@ func AddRefs(db *gorm.DB, deltas map[Ref]int64) error {
 	}
 	rows := make([]batchRow, 0, len(deltas))
 	for ref, d := range deltas {
-		if err := ref.validate(); err != nil {
+		if err := ref.Validate(); err != nil {
 			return err
 		}
 		if d != 0 {

@@ -46,7 +46,7 @@ func CompactRef(db *gorm.DB, ref Ref) error {
 	if err != nil {
 		return err
 	}
-	if err := ref.validate(); err != nil {
+	if err := ref.Validate(); err != nil {
 		return err
 	}
 	_, err = p.compactRefs(db, []Ref{ref}, true)
@@ -83,7 +83,7 @@ func ResetRef(db *gorm.DB, ref Ref, value int64) error {
 	if err != nil {
 		return err
 	}
-	if err := ref.validate(); err != nil {
+	if err := ref.Validate(); err != nil {
 		return err
 	}
 	return p.reset(db, ref, value)
@@ -119,7 +119,7 @@ func (p *Plugin) compact(db *gorm.DB, refs []Ref) (removed int64, err error) {
 // CompactRef, which name one counter, report it rather than skip it).
 func (p *Plugin) compactRefs(db *gorm.DB, refs []Ref, strict bool) (removed int64, err error) {
 	refs = slices.Clone(refs)
-	slices.SortFunc(refs, compareRefs) // lock in key order, as every writer of these rows does
+	slices.SortFunc(refs, meta.CompareRefs) // lock in key order, as every writer of these rows does
 	err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 		rows, err := p.lockRows(tx, refs)
 		if err != nil {

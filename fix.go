@@ -210,7 +210,7 @@ func (p *Plugin) fix(db *gorm.DB, caches []*counterCache, ids []string, keys []a
 			owner[r] = deltaKey{c, id}
 		}
 	}
-	slices.SortFunc(refs, compareRefs)
+	slices.SortFunc(refs, meta.CompareRefs)
 	savepoint := opts.DryRun && session.InTx(db)
 	err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 		drifts, actual = nil, deltas{} // a retried attempt starts over

@@ -115,7 +115,7 @@ func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOptio
 	if err != nil {
 		return false, err
 	}
-	if err := ref.validate(); err != nil {
+	if err := ref.Validate(); err != nil {
 		return false, err
 	}
 	o, err := onceArgs(delta, key, opts)
@@ -167,7 +167,7 @@ func RemoveRefOnce(db *gorm.DB, ref Ref, key string) (removed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := ref.validate(); err != nil {
+	if err := ref.Validate(); err != nil {
 		return false, err
 	}
 	if err := checkOnceKey(key); err != nil {

@@ -41,7 +41,7 @@ func CountRef(db *gorm.DB, ref Ref) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := ref.validate(); err != nil {
+	if err := ref.Validate(); err != nil {
 		return 0, err
 	}
 	return p.sum(db, ref.Type, ref.ID)

@@ -1,9 +1,6 @@
 package slotted
 
 import (
-	"cmp"
-	"fmt"
-
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/meta"
@@ -17,37 +14,13 @@ import (
 //
 // A bucket of a bucketed counter is a Ref too: Type "<record_type>@<label>",
 // e.g. "posts.views@2026-11-23" (see the buckets: tag option).
-type Ref struct {
-	Type string
-	ID   string
-	// Slots is how many slot rows AddRef spreads the counter's writes over.
-	// 0 means Config.Slots. RefOf sets it to the model counter's slots: tag
-	// option (or Config.Slots), so AddRef(db, ref, 1) with a ref from RefOf
-	// writes exactly as Add on the model does. Reads and compaction ignore it:
-	// they take every row the counter has.
-	Slots int
-}
-
-func (r Ref) validate() error {
-	if r.Type == "" || r.ID == "" {
-		return fmt.Errorf("%w: Ref %+v needs both Type and ID", ErrMissingPrimaryKey, r)
-	}
-	if err := meta.CheckKey("Ref.Type", r.Type); err != nil {
-		return err
-	}
-	if r.Slots < 0 || r.Slots > MaxSlots {
-		return fmt.Errorf("%w: Ref.Slots %d not in 0..%d", ErrInvalidArgument, r.Slots, MaxSlots)
-	}
-	return meta.CheckKey("Ref.ID", r.ID)
-}
-
-// slots is the slot count AddRef writes with.
-func (r Ref) slots(cfg Config) int {
-	if r.Slots > 0 {
-		return r.Slots
-	}
-	return cfg.Slots
-}
+//
+// Ref.Slots is how many slot rows AddRef spreads the counter's writes over.
+// 0 means Config.Slots. RefOf sets it to the model counter's slots: tag
+// option (or Config.Slots), so AddRef(db, ref, 1) with a ref from RefOf
+// writes exactly as Add on the model does. Reads and compaction ignore it:
+// they take every row the counter has.
+type Ref = meta.Ref
 
 // RefOf returns the Ref of a model's counter, for logging or for AddRef/CountRef.
 func RefOf(db *gorm.DB, model any, counter string) (Ref, error) {
@@ -60,10 +33,4 @@ func RefOf(db *gorm.DB, model any, counter string) (Ref, error) {
 		return Ref{}, err
 	}
 	return Ref{Type: c.RecordType, ID: id, Slots: c.Slots}, nil
-}
-
-// compareRefs orders counters by key, the order every multi-counter
-// transaction locks their rows in.
-func compareRefs(a, b Ref) int {
-	return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID))
 }

@@ -56,10 +56,10 @@ func AddRef(db *gorm.DB, ref Ref, delta int64) error {
 	if err != nil {
 		return err
 	}
-	if err := ref.validate(); err != nil {
+	if err := ref.Validate(); err != nil {
 		return err
 	}
-	return p.add(db, ref.Type, ref.ID, ref.slots(p.cfg), delta)
+	return p.add(db, ref.Type, ref.ID, ref.SlotsOr(p.cfg.Slots), delta)
 }
 
 // add writes delta to a counter: through the coalescer (coalesce.go) outside

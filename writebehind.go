@@ -175,7 +175,7 @@ func (b *Buffer) Add(model any, counter string, delta int64) error {
 
 // AddRef takes delta for the counter named by ref (Config.Slots slots).
 func (b *Buffer) AddRef(ref Ref, delta int64) error {
-	if err := ref.validate(); err != nil {
+	if err := ref.Validate(); err != nil {
 		return err
 	}
 	if delta == 0 {
