@@ -15,7 +15,6 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/slotted-go/slotted/internal/meta"
-
 )
 
 // A multi-row upsert writes several counters with one statement, each row with

@@ -63,6 +63,8 @@ type coalescer struct {
 	pending []*waiter   // queued callers, oldest first; empty unless leaders == MaxInFlight
 	index   map[Ref]int // take's scratch: a counter's row in the batch
 	markers markerPool  // outcome markers of its statements (outcome.go)
+	// settling: statements whose outcome is being looked up, their slots lent (outcome_lend.go)
+	settling int
 
 	lingering lingerState // Config.Linger (linger.go)
 	// onceKinds is take's scratch too: the AddOnce (false) or RemoveOnce
@@ -162,7 +164,7 @@ func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWr
 		return true, nil
 	}
 	lingering := false
-	if c.leaders < c.p.cfg.MaxInFlight {
+	if c.leaders-c.settling < c.p.cfg.MaxInFlight {
 		c.leaders++
 		// Config.Linger (linger.go): after a statement that carried several callers, lead a batch
 		// (queued, as leader) and linger for them; otherwise write at once.
@@ -251,7 +253,7 @@ func (c *coalescer) alone(w *waiter, err error) error {
 // writeOwn writes w's rows alone, as without coalescing.
 func (c *coalescer) writeOwn(w *waiter) error {
 	if w.once != nil {
-		return c.p.sessions.WriteTx(w.db, func(tx *gorm.DB) error { return c.p.applyOnces(tx, nil, []*waiter{w}) })
+		return c.onceTx(w.db, w.ctx, nil, []*waiter{w})
 	}
 	if len(w.rows) == 1 {
 		return c.upsert(w.db, w.ctx, nil, w.rows[0])
@@ -370,7 +372,7 @@ func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 	start := batchStart()
 	var err error
 	if onces := onceWaiters(batch); onces != nil {
-		err = c.p.sessions.WriteTx(w.db.WithContext(ctx), func(tx *gorm.DB) error { return c.p.applyOnces(tx, rows, onces) })
+		err = c.onceTx(w.db.WithContext(ctx), ctx, rows, onces)
 	} else {
 		// One statement when the rows are a shape; several in one transaction
 		// when multi-row writes left a row of the shape empty or the leader's own
@@ -518,6 +520,10 @@ func (c *coalescer) remove(w *waiter) {
 // handOver ends a leader's turn (under mu): the oldest queued caller not yet
 // promoted leads next in its place, or there is one leader fewer.
 func (c *coalescer) handOver() {
+	if c.overLent() {
+		c.leaders--
+		return
+	}
 	for _, next := range c.pending {
 		if !next.lead { // with MaxInFlight > 1 the oldest may have been promoted already
 			next.lead = true

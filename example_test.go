@@ -465,3 +465,11 @@ func ExampleNewBuffer() {
 	defer buf.Close(context.Background()) // flushes what is pending
 	_ = buf.Add(&Post{ID: 42}, "views", 1)
 }
+
+func ExamplePruneMarkers() {
+	// Daily, from a cron job, when no Runner runs:
+	// SELECT `record_id` FROM `slotted_counters` WHERE `record_type` = 'slotted:outcome'
+	// DELETE FROM `slotted_counters` WHERE `record_type` = 'slotted:outcome' AND `record_id` IN ('t0195f3a2b4c1...')
+	n, err := slotted.PruneMarkers(db)
+	fmt.Println(n, err)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -38,13 +37,9 @@ const MarkerType = "slotted:outcome"
 // marker is one outcome marker: its row and how many statements through it
 // landed. Its owner uses it for one statement at a time.
 type marker struct {
-	ref Ref
-	seq int64 // statements through it known to have committed (the row's count)
-}
-
-// newMarker names a marker no one else uses: 128 random bits.
-func newMarker() *marker {
-	return &marker{ref: Ref{Type: MarkerType, ID: fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())}}
+	ref  Ref
+	seq  int64     // statements through it known to have committed (the row's count)
+	born time.Time // in its ID too: its age decides when it is retired and its row pruned (marker_prune.go)
 }
 
 // row is the marker's +1, to be written by the statement it settles.
@@ -132,22 +127,34 @@ func (p *Plugin) dropMarker(db *gorm.DB, ref Ref) error {
 // committed, its error when it did not, errUnsettled (wrapped) when the
 // marker could not be read.
 func (p *Plugin) upsertMarked(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []batchRow) error {
-	return p.upsertMarkedAt(db, pool, ctx, m, rows, true)
+	return p.upsertMarkedAt(db, pool, ctx, m, rows, true, nil)
 }
 
 // upsertMarkedAt is upsertMarked; settleContext false leaves a statement cut
-// short by ctx unsettled (its ctx error returned): its caller left.
-func (p *Plugin) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []batchRow, settleContext bool) error {
+// short by ctx unsettled (its ctx error returned): its caller left. A
+// coalescer's statement (c) lends its slot while its outcome is looked up.
+func (p *Plugin) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []batchRow, settleContext bool, c *coalescer) error {
 	all := make([]batchRow, 0, len(rows)+1)
 	all = append(append(all, rows...), m.row())
 	sortRows(all)
-	err := p.upsertRows(db, pool, ctx, false, all)
+	return p.settled(db, ctx, m, p.upsertRows(db, pool, ctx, false, all), settleContext, c)
+}
+
+// settled turns the error of a statement or transaction written through m
+// into its outcome: nil when it committed, its error when it did not,
+// errUnsettled (wrapped) when the marker could not be read. A statement cut
+// short by ctx is left unsettled when settleContext is false (its caller
+// left). With c set, the lookup lends its statement slot (lend).
+func (p *Plugin) settled(db *gorm.DB, ctx context.Context, m *marker, err error, settleContext bool, c *coalescer) error {
 	if err == nil {
 		m.seq++
 		return nil
 	}
 	if definite(err) || (!settleContext && ctx.Err() != nil) {
 		return err
+	}
+	if c != nil {
+		defer c.lend()()
 	}
 	landed, serr := p.settle(db, ctx, m, markerWait)
 	switch {
@@ -159,6 +166,29 @@ func (p *Plugin) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Con
 	}
 	p.stats.settledLost.Add(1)
 	return err
+}
+
+// release ends a coalesced statement's use of its marker, after its outcome
+// err: back to the pool when its count is known; retired when a context cut
+// the statement short (its row deleted once the statement cannot be running
+// any more) or the marker could not be read (its row is left to
+// pruneMarkers).
+func (c *coalescer) release(db *gorm.DB, ctx context.Context, m *marker, err error) {
+	switch {
+	case err == nil, definite(err):
+		c.markers.put(m)
+	case ctx.Err() != nil && !errors.Is(err, errUnsettled):
+		p, ref := c.p, m.ref
+		time.AfterFunc(c.p.cfg.BatchTimeout+markerWait, func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markerWait)
+			defer cancel()
+			_ = p.dropMarker(db.WithContext(rctx), ref)
+		})
+	case errors.Is(err, errUnsettled):
+		// Its count is unknown: retired, its row left (one row).
+	default:
+		c.markers.put(m) // settled: not landed, count known
+	}
 }
 
 // markedShape is how many counter rows go with a marker's row in one
@@ -180,15 +210,20 @@ type markerPool struct {
 	free []*marker
 }
 
-func (mp *markerPool) get() *marker {
+// get takes a marker made less than markerLife before now, or a new one;
+// stale are the older ones it found, retired (their rows to be deleted).
+func (mp *markerPool) get(now time.Time) (m *marker, stale []*marker) {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
-	if n := len(mp.free); n > 0 {
+	for n := len(mp.free); n > 0; n-- {
 		m := mp.free[n-1]
 		mp.free = mp.free[:n-1]
-		return m
+		if now.Sub(m.born) < markerLife {
+			return m, stale
+		}
+		stale = append(stale, m)
 	}
-	return newMarker()
+	return newMarkerAt(now), stale
 }
 
 func (mp *markerPool) put(m *marker) {
@@ -236,22 +271,8 @@ func (c *coalescer) upsert(db *gorm.DB, ctx context.Context, rows []batchRow, on
 	if rows == nil {
 		rows = []batchRow{one}
 	}
-	m := c.markers.get()
-	err := c.p.upsertMarkedAt(db, c.key.pool, ctx, m, rows, false)
-	switch {
-	case err == nil, definite(err):
-		c.markers.put(m)
-	case ctx.Err() != nil && !errors.Is(err, errUnsettled):
-		p, ref := c.p, m.ref
-		time.AfterFunc(c.p.cfg.BatchTimeout+markerWait, func() {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markerWait)
-			defer cancel()
-			_ = p.dropMarker(db.WithContext(rctx), ref)
-		})
-	case errors.Is(err, errUnsettled):
-		// Its count is unknown: retired, its row left (one row).
-	default:
-		c.markers.put(m) // settled: not landed, count known
-	}
+	m := c.marker(db, ctx)
+	err := c.p.upsertMarkedAt(db, c.key.pool, ctx, m, rows, false, c)
+	c.release(db, ctx, m, err)
 	return err
 }

@@ -53,6 +53,7 @@ type Pass struct {
 	Compact CompactProgress
 	RollUp  []RollUpProgress // in the order of Runner.RollUp
 	Pruned  int64            // expired once keys deleted (PruneKeys)
+	Markers int64            // outcome-marker rows of exited processes deleted (PruneMarkers; every pass)
 	Buckets []BucketProgress // in the order of Runner.Buckets.Models
 	Err     error            // every error of the pass, joined
 }
@@ -134,5 +135,10 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 		}
 	}
 	errs = append(errs, r.maintainBuckets(ctx, db, &pass)...)
+	if p, err := pluginOf(db); err == nil && ctx.Err() == nil && p.dialect.Name != "sqlite" {
+		if pass.Markers, err = p.pruneMarkers(ctx, db, p.cfg.Now()); err != nil {
+			errs = append(errs, fmt.Errorf("prune outcome markers: %w", err))
+		}
+	}
 	return pass
 }

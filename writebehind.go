@@ -147,7 +147,7 @@ func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
 	}
 	b := &Buffer{
 		p: p, db: db.Session(&gorm.Session{Context: context.Background()}), opts: opts,
-		pending: map[Ref]*bufEntry{}, marker: newMarker(),
+		pending: map[Ref]*bufEntry{}, marker: newMarkerAt(p.cfg.Now()),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go b.loop()
@@ -272,6 +272,7 @@ func (b *Buffer) Flush(ctx context.Context) error {
 	if err := b.settleDoubt(ctx); err != nil {
 		return err
 	}
+	b.renewMarker(ctx) // nothing in doubt: no statement is left to read the old one (marker_prune.go)
 	b.mu.Lock()
 	rows := make([]batchRow, 0, len(b.pending)+len(b.carry))
 	var writes []int64

@@ -857,3 +857,15 @@ func Example_whereCounter() {
 	fmt.Println(n, popular[0].Title, popular[1].Title)
 	// Output: 2 c b
 }
+
+func Example_pruneMarkers() {
+	db, done := exampleDB()
+	defer done()
+
+	// Outcome markers of processes that exited, made over 24 hours ago, go
+	// (a Runner does this every pass). SQLite has none: nothing to prune.
+	n, err := slotted.PruneMarkers(db)
+	fmt.Println(n, err)
+	// Output:
+	// 0 <nil>
+}

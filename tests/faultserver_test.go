@@ -526,6 +526,8 @@ type hookConnector struct {
 	onCommit  func()
 	onExec    func(query string, after bool, err error)
 	loseReply func(query string) bool // with onExec set: throw this successful statement's answer away
+	// loseCommit: throw this successful COMMIT's answer away (the caller gets an EOF error).
+	loseCommit func() bool
 }
 
 func (c *hookConnector) Connect(context.Context) (driver.Conn, error) {
@@ -581,7 +583,11 @@ func (tx hookTx) Commit() error {
 	if tx.c.onCommit != nil {
 		tx.c.onCommit()
 	}
-	return tx.Tx.Commit()
+	err := tx.Tx.Commit()
+	if err == nil && tx.c.loseCommit != nil && tx.c.loseCommit() {
+		return errReplyLost
+	}
+	return err
 }
 
 func (cn *hookConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {

@@ -208,8 +208,13 @@ func TestAddOnceAfterAmbiguousCommit(t *testing.T) {
 
 		armed.Store(true)
 		ok, err := slotted.AddOnce(ldb, &Post{ID: post.ID}, "likes", 1, "req-9")
-		require.ErrorIs(t, err, errLostReply, "the caller is told the write failed")
-		assert.False(t, ok)
+		if markerRows(db) == 1 { // the batch's outcome marker was read: it committed (docs/outcomes.md)
+			require.NoError(t, err, "the caller is told the write applied")
+			assert.True(t, ok)
+		} else {
+			require.ErrorIs(t, err, errLostReply, "the caller is told the write failed")
+			assert.False(t, ok)
+		}
 		assert.False(t, armed.Load(), "the commit went through the lying pool")
 		assert.EqualValues(t, 1, countOf(t, db, &post), "but it committed")
 
@@ -223,9 +228,14 @@ func TestAddOnceAfterAmbiguousCommit(t *testing.T) {
 
 		// The same ambiguity on an undo: the retry finds the key gone and subtracts nothing.
 		armed.Store(true)
-		_, err = slotted.RemoveOnce(ldb, &Post{ID: post.ID}, "likes", "req-9")
-		require.ErrorIs(t, err, errLostReply)
 		removed, err := slotted.RemoveOnce(ldb, &Post{ID: post.ID}, "likes", "req-9")
+		if markerRows(db) == 1 {
+			require.NoError(t, err)
+			assert.True(t, removed)
+		} else {
+			require.ErrorIs(t, err, errLostReply)
+		}
+		removed, err = slotted.RemoveOnce(ldb, &Post{ID: post.ID}, "likes", "req-9")
 		require.NoError(t, err)
 		assert.False(t, removed)
 		assert.Zero(t, countOf(t, db, &post))
