@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -51,6 +52,7 @@ type cacheSpec struct {
 	weightSet   bool
 	withDeleted bool
 	touch       bool
+	sumCounter  string // SumCounter: a counter of the child (countercache_multilevel.go)
 }
 
 // Where counts only the children matching an SQL condition on the child
@@ -113,6 +115,10 @@ type counterCache struct {
 	fkAt    int           // the foreign key's position among the image's foreign key columns
 	sumAt   int           // the sum column's position among the image's sum columns
 	flagAt  int           // the condition's position among the image's condition flags
+	// through is the child's counter this cache adds up (SumCounter), or nil;
+	// totalAt is its position among the image's totals.
+	through *counter
+	totalAt int
 }
 
 // childCaches is everything the callbacks need about one child model: its
@@ -125,6 +131,7 @@ type childCaches struct {
 	fks     []*schema.Field // distinct foreign key columns
 	sums    []*schema.Field // distinct sum columns
 	flags   []*clause.Expr  // conditions, one flag column each
+	totals  []*counter      // distinct counters of the child that caches add up (SumCounter)
 	// watched are the columns whose change can move a count; nil when a
 	// condition makes every update a candidate.
 	watched map[string]bool
@@ -268,6 +275,11 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 		}
 		cc.sum = f
 	}
+	if spec.sumCounter != "" {
+		if err := p.sumCounterOf(db, cc, childSchema, spec); err != nil {
+			return err
+		}
+	}
 	if spec.match != nil {
 		if spec.where == nil {
 			return fmt.Errorf("%w: Match needs Where: Fix counts with the SQL condition", ErrInvalidConfig)
@@ -330,6 +342,12 @@ func newChildCaches(s *schema.Schema, caches []*counterCache) *childCaches {
 		if c.sum != nil {
 			c.sumAt = pos(&cc.sums, c.sum)
 			cc.watched[c.sum.DBName] = true
+		}
+		if c.through != nil {
+			c.totalAt = slices.Index(cc.totals, c.through)
+			if c.totalAt < 0 {
+				c.totalAt, cc.totals = len(cc.totals), append(cc.totals, c.through)
+			}
 		}
 		if c.where != nil {
 			c.flagAt = len(cc.flags)

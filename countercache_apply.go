@@ -18,6 +18,9 @@ import (
 // prepares, executes and closes it on every Create, one more round trip than
 // the child's INSERT costs.
 func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
+	if err := p.propagate(db, d); err != nil {
+		return err
+	}
 	rows := make([]batchRow, 0, len(d))
 	for k, n := range d {
 		rows = append(rows, batchRow{ref: Ref{Type: k.c.counter.recordType, ID: k.id}, slots: k.c.counter.slots, delta: n})

@@ -79,6 +79,10 @@ type cacheOp struct {
 	recheck clause.Expression
 	// records are the new children of a Create from maps, as structs.
 	records []reflect.Value
+	// share reads the images FOR SHARE; propagate holds the counter changes
+	// being carried up to the caches that add them up (countercache_multilevel.go).
+	share     bool
+	propagate map[*counter]map[string]int64
 }
 
 // otherTable reports a statement on the model's struct but another table
