@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -148,6 +149,8 @@ type cacheRegistry struct {
 	mu        sync.Mutex
 	byChild   sync.Map // reflect.Type -> *childCaches (replaced, never changed, on registration)
 	byCounter sync.Map // *counter -> *counterCache
+
+	summed atomic.Bool // some cache adds up another's counter (SumCounter): deltas propagate
 }
 
 func (p *Plugin) childCachesOf(typ reflect.Type) *childCaches {

@@ -76,6 +76,7 @@ func (p *Plugin) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schem
 		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s is not a counter cache (declare it first)", ErrInvalidConfig, spec.sumCounter, c.name, child.Name)
 	}
 	cc.through = c
+	p.caches.summed.Store(true) // before registration: a failed one only costs the lookups
 	return nil
 }
 
@@ -93,6 +94,9 @@ func (p *Plugin) summedBy(c *counterCache) *childCaches {
 // a changed counter (SumCounter) receive: each intermediate record is read FOR
 // SHARE, in primary-key order, and its change is counted like a row of its own.
 func (p *Plugin) propagate(db *gorm.DB, d deltas) error {
+	if !p.caches.summed.Load() {
+		return nil
+	}
 	todo := d
 	for depth := 0; len(todo) > 0; depth++ {
 		if depth > 32 {
@@ -188,6 +192,66 @@ func (p *Plugin) contributeTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sig
 			return err
 		}
 		ids[i] = id
+	}
+	if op.propagate == nil && op.totalsLater && sign < 0 {
+		op.before = make(map[string]image, len(imgs))
+		for i, img := range imgs {
+			op.before[ids[i]] = img
+		}
+		return nil
+	}
+	if op.before != nil && sign > 0 {
+		// A row whose image did not change counts -x and +x: only the
+		// others read (and lock) their totals.
+		var beforeImgs, afterImgs []image
+		var beforeIDs, afterIDs []string
+		for i, img := range imgs {
+			b, ok := op.before[ids[i]]
+			delete(op.before, ids[i])
+			if ok && sameImage(b, img) {
+				continue
+			}
+			if ok {
+				beforeImgs, beforeIDs = append(beforeImgs, b), append(beforeIDs, ids[i])
+			}
+			afterImgs, afterIDs = append(afterImgs, img), append(afterIDs, ids[i])
+		}
+		if err := p.countWithTotals(db, cc, op, -1, beforeImgs, beforeIDs); err != nil {
+			return err
+		}
+		return p.countWithTotals(db, cc, op, +1, afterImgs, afterIDs)
+	}
+	return p.countWithTotals(db, cc, op, sign, imgs, ids)
+}
+
+// countBefore counts the removal of the "before" images that no "after"
+// image matched (a row whose primary key the update changed).
+func (p *Plugin) countBefore(db *gorm.DB, op *cacheOp) error {
+	if len(op.before) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(op.before))
+	imgs := make([]image, len(ids))
+	for i, id := range ids {
+		imgs[i] = op.before[id]
+	}
+	op.before = nil
+	return p.countWithTotals(db, op.cc, op, -1, imgs, ids)
+}
+
+// sameImage reports whether two images of a row count the same in every cache.
+func sameImage(a, b image) bool {
+	return a.alive == b.alive && slices.Equal(a.flags, b.flags) &&
+		slices.EqualFunc(a.fks, b.fks, sameValue) && slices.EqualFunc(a.sums, b.sums, sameValue)
+}
+
+func sameValue(a, b any) bool { return reflect.DeepEqual(a, b) }
+
+// countWithTotals contributes images (of the records ids) with the totals of
+// the counters SumCounter caches add up.
+func (p *Plugin) countWithTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, imgs []image, ids []string) error {
+	if len(imgs) == 0 {
+		return nil
 	}
 	var totals map[Ref]int64
 	if op.propagate == nil {
