@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -53,6 +55,7 @@ type cacheSpec struct {
 	weightSet   bool
 	withDeleted bool
 	touch       bool
+	sumCounter  string // SumCounter: a counter of the child (countercache_multilevel.go)
 }
 
 // Where counts only the children matching an SQL condition on the child
@@ -115,6 +118,10 @@ type counterCache struct {
 	fkAt    int           // the foreign key's position among the image's foreign key columns
 	sumAt   int           // the sum column's position among the image's sum columns
 	flagAt  int           // the condition's position among the image's condition flags
+	// through is the child's counter this cache adds up (SumCounter), or nil;
+	// totalAt is its position among the image's totals.
+	through *meta.Counter
+	totalAt int
 }
 
 // childCaches is everything the callbacks need about one child model: its
@@ -127,6 +134,7 @@ type childCaches struct {
 	fks     []*schema.Field // distinct foreign key columns
 	sums    []*schema.Field // distinct sum columns
 	flags   []*clause.Expr  // conditions, one flag column each
+	totals  []*meta.Counter // distinct counters of the child that caches add up (SumCounter)
 	// watched are the columns whose change can move a count; nil when a
 	// condition makes every update a candidate.
 	watched map[string]bool
@@ -142,7 +150,9 @@ type childCaches struct {
 type cacheRegistry struct {
 	mu        sync.Mutex
 	byChild   sync.Map // reflect.Type -> *childCaches (replaced, never changed, on registration)
-	byCounter sync.Map // *counter -> *counterCache
+	byCounter sync.Map // *meta.Counter -> *counterCache
+
+	summed atomic.Bool // some cache adds up another's counter (SumCounter): deltas propagate
 }
 
 func (p *Plugin) childCachesOf(typ reflect.Type) *childCaches {
@@ -270,6 +280,11 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 		}
 		cc.sum = f
 	}
+	if spec.sumCounter != "" {
+		if err := p.sumCounterOf(db, cc, childSchema, spec); err != nil {
+			return err
+		}
+	}
 	if spec.match != nil {
 		if spec.where == nil {
 			return fmt.Errorf("%w: Match needs Where: Fix counts with the SQL condition", ErrInvalidConfig)
@@ -333,6 +348,12 @@ func newChildCaches(s *schema.Schema, caches []*counterCache) *childCaches {
 			c.sumAt = pos(&cc.sums, c.sum)
 			cc.watched[c.sum.DBName] = true
 		}
+		if c.through != nil {
+			c.totalAt = slices.Index(cc.totals, c.through)
+			if c.totalAt < 0 {
+				c.totalAt, cc.totals = len(cc.totals), append(cc.totals, c.through)
+			}
+		}
 		if c.where != nil {
 			c.flagAt = len(cc.flags)
 			cc.flags = append(cc.flags, c.where)
@@ -364,7 +385,7 @@ func fkSupported(t reflect.Type) error {
 }
 
 // fkID returns the parent's record_id a foreign key value names, formatted
-// as recordKey.id formats the parent's key; ok is false for a nil or zero
+// as meta.Key.id formats the parent's key; ok is false for a nil or zero
 // key, which counts nowhere.
 func fkID(v any) (id string, ok bool, err error) {
 	rv := reflect.ValueOf(v)

@@ -9,7 +9,7 @@ import (
 )
 
 // applyDeltas writes every parent's net change with one multi-row upsert (one
-// statement per shape, see batch.go), its rows in key order (compareRefs) so
+// statement per shape, see batch.go), its rows in key order (meta.CompareRefs) so
 // that two statements never wait on each other's slot rows in opposite orders.
 //
 // Inside the caller's *sql.Tx on MySQL/MariaDB the upsert runs as a statement
@@ -17,6 +17,9 @@ import (
 // prepares, executes and closes it on every Create, one more round trip than
 // the child's INSERT costs.
 func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
+	if err := p.propagate(db, d); err != nil {
+		return err
+	}
 	rows := make([]batchRow, 0, len(d))
 	for k, n := range d {
 		rows = append(rows, batchRow{ref: Ref{Type: k.c.counter.RecordType, ID: k.id}, slots: k.c.counter.Slots, delta: n})

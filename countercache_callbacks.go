@@ -83,6 +83,14 @@ type cacheOp struct {
 	recheck clause.Expression
 	// records are the new children of a Create from maps, as structs.
 	records []reflect.Value
+	// share reads the images FOR SHARE; propagate holds the counter changes
+	// being carried up to the caches that add them up (countercache_multilevel.go).
+	share     bool
+	propagate map[*meta.Counter]map[string]int64
+	// totalsLater: an update's "before" images wait in before for the
+	// "after" ones, and only rows whose image changed read their totals.
+	totalsLater bool
+	before      map[string]image
 }
 
 // otherTable reports a statement on the model's struct but another table
@@ -126,7 +134,7 @@ func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
 	}
 	// An upsert may update existing children (Save of a slice, association
 	// saving, OnConflict): their "before" image is read by primary key.
-	op := &cacheOp{cc: cc, deltas: deltas{}}
+	op := &cacheOp{cc: cc, deltas: deltas{}, totalsLater: true}
 	var keys []any
 	meta.EachStruct(s.ReflectValue, func(v reflect.Value) {
 		if k, zero := cc.key.ValueOf(s.Context, v); !zero {
@@ -261,6 +269,10 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 				return
 			}
 		}
+		if err := p.countBefore(db, op); err != nil {
+			_ = db.AddError(err)
+			return
+		}
 	} else {
 		var err error
 		count := func(v reflect.Value) {
@@ -309,7 +321,7 @@ func (p *Plugin) cacheBeforeChange(db *gorm.DB) {
 	if beginOwnTx(db); db.Error != nil {
 		return
 	}
-	op := &cacheOp{cc: cc, deltas: deltas{}}
+	op := &cacheOp{cc: cc, deltas: deltas{}, totalsLater: !deleting}
 	if where, ordered := p.orderedLocks(s); ordered {
 		var keys []any
 		if keys, ok = p.candidateKeys(db, cc, s.Unscoped, scope); ok {
@@ -344,8 +356,12 @@ func (p *Plugin) cacheAfterChange(db *gorm.DB) {
 	// reads them again, as after any update.
 	softDelete := op.cc.withDeleted && !s.Unscoped && op.cc.deleted != nil
 	if (!slices.Contains(s.BuildClauses, "DELETE") || softDelete) && len(op.keys) > 0 {
-		after := &cacheOp{cc: op.cc, deltas: op.deltas}
+		after := &cacheOp{cc: op.cc, deltas: op.deltas, before: op.before}
 		if err := p.readImagesByKey(db, op.cc, after, +1, op.keys); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+		if err := p.countBefore(db, after); err != nil {
 			_ = db.AddError(err)
 			return
 		}

@@ -31,6 +31,11 @@ type image struct {
 	sums  []any
 	alive bool   // not soft-deleted
 	flags []bool // the conditions' values; nil: evaluate Match on the record
+	// totals are the row's totals of the counters SumCounter caches add up
+	// (or, when propagating, their changes); only those caches count when
+	// propagating.
+	totals      []int64
+	propagating bool
 }
 
 // readImages selects child rows (scope) with their image columns, FOR UPDATE,
@@ -73,7 +78,7 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 	}
 	q = scope(q)
 	if p.dialect.LockingReads {
-		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+		q = q.Clauses(p.lockingClause(op.share))
 	}
 	rows, err := q.Rows()
 	if err != nil {
@@ -100,6 +105,7 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 	if op.recheck != nil {
 		dest = append(dest, &matches)
 	}
+	var pending []image
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -125,11 +131,19 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 			img.flags[j] = f != 0
 		}
 		op.keys = append(op.keys, reflect.ValueOf(dest[0]).Elem().Interface())
+		if len(cc.totals) > 0 {
+			pending = append(pending, img) // counted once the totals are read
+			continue
+		}
 		if err := cc.contribute(op.deltas, img, sign, reflect.Value{}); err != nil {
 			return err
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil || len(pending) == 0 {
+		return err
+	}
+	rows.Close()
+	return p.contributeTotals(db, cc, op, sign, pending, op.keys[len(op.keys)-len(pending):])
 }
 
 // nullable returns a scan destination for a field's column that accepts NULL.
@@ -147,7 +161,7 @@ func scanned(dest any) any {
 // memoryImage is a new record's image, read from the struct gorm inserted.
 func (cc *childCaches) memoryImage(db *gorm.DB, v reflect.Value) image {
 	ctx := db.Statement.Context
-	img := image{alive: true, fks: make([]any, len(cc.fks)), sums: make([]any, len(cc.sums))}
+	img := image{alive: true, fks: make([]any, len(cc.fks)), sums: make([]any, len(cc.sums)), totals: make([]int64, len(cc.totals))}
 	for i, f := range cc.fks {
 		img.fks[i], _ = f.ValueOf(ctx, v)
 	}
@@ -186,7 +200,14 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 			continue
 		}
 		amount := int64(1)
-		if c.sum != nil {
+		switch {
+		case c.through != nil:
+			if amount = img.totals[c.totalAt]; amount == 0 {
+				continue // a new record's counter, or no change to propagate
+			}
+		case img.propagating:
+			continue
+		case c.sum != nil:
 			if amount, err = toInt64(img.sums[c.sumAt]); err != nil {
 				return err
 			}
