@@ -209,6 +209,9 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
+	if err := m.key.single(m, "AddWhere"); err != nil {
+		return err
+	}
 	if err := m.key.sweepable(); err != nil {
 		return fmt.Errorf("%w: AddWhere reads record ids from the %s column", err, m.key.column)
 	}

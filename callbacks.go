@@ -201,7 +201,7 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 	// find them, locking them (outside SQLite, whose write lock the delete's
 	// transaction holds anyway) so that none can stop matching in between.
 	matched := reflect.New(reflect.SliceOf(m.typ))
-	q := WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column)
+	q := WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.columns())
 	if s.Unscoped {
 		q = q.Unscoped()
 	}
@@ -214,7 +214,7 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 		for _, id := range rs.ids {
 			keys = append(keys, m.key.value(rs.byID[id][0]))
 		}
-		q = q.Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Values: keys})
+		q = q.Where(m.key.in(clause.CurrentTable, keys))
 	}
 	if err := q.Find(matched.Interface()).Error; err != nil {
 		_ = db.AddError(err)

@@ -113,6 +113,12 @@ type counterCache struct {
 	fkAt    int           // the foreign key's position among the image's foreign key columns
 	sumAt   int           // the sum column's position among the image's sum columns
 	flagAt  int           // the condition's position among the image's condition flags
+
+	// A composite foreign key (countercache_composite.go): its columns in the
+	// parent key's order, and their positions among the image's foreign key
+	// columns; nil for a single column.
+	fkParts []*schema.Field
+	fkAts   []int
 }
 
 // childCaches is everything the callbacks need about one child model: its
@@ -222,6 +228,8 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 		}
 	} else if len(rel.References) == 1 {
 		ref = rel.References[0]
+	} else if len(rel.References) > 1 {
+		ref = rel.References[0] // a composite foreign key: checked against the parent's key below
 	}
 	if ref == nil {
 		return fmt.Errorf("%w: %s.%s: counter caches need a single foreign key", ErrInvalidConfig, typ, association)
@@ -237,7 +245,14 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if err != nil {
 		return err
 	}
-	if ref.PrimaryKey == nil || ref.PrimaryKey.DBName != parent.key.column {
+	var fkParts []*schema.Field
+	if parent.key.parts != nil {
+		if fkParts, err = compositeFKs(rel, parent, typ.String()+"."+association); err != nil {
+			return err
+		}
+	} else if len(rel.References) > 1 && rel.Polymorphic == nil {
+		return fmt.Errorf("%w: %s.%s: counter caches need a single foreign key", ErrInvalidConfig, typ, association)
+	} else if ref.PrimaryKey == nil || ref.PrimaryKey.DBName != parent.key.column {
 		return fmt.Errorf("%w: %s.%s: the foreign key must reference %s's primary key", ErrInvalidConfig, typ, association, parent.typ)
 	}
 	if err := fkSupported(ref.ForeignKey.FieldType); err != nil {
@@ -246,7 +261,7 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if len(childSchema.PrimaryFields) != 1 {
 		return fmt.Errorf("%w: %s: counter cache children need a single-column primary key", ErrUnsupportedModel, childSchema.Name)
 	}
-	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, where: spec.where, match: spec.match, weight: 1, deleted: spec.withDeleted}
+	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, fkParts: fkParts, where: spec.where, match: spec.match, weight: 1, deleted: spec.withDeleted}
 	if spec.weight != 0 {
 		cc.weight = spec.weight
 	}
@@ -327,6 +342,11 @@ func newChildCaches(s *schema.Schema, caches []*counterCache) *childCaches {
 		c.fkAt = pos(&cc.fks, c.fk)
 		cc.withDeleted = cc.withDeleted || c.deleted
 		cc.watched[c.fk.DBName] = true
+		c.fkAts = nil
+		for _, f := range c.fkParts {
+			c.fkAts = append(c.fkAts, pos(&cc.fks, f))
+			cc.watched[f.DBName] = true
+		}
 		if c.sum != nil {
 			c.sumAt = pos(&cc.sums, c.sum)
 			cc.watched[c.sum.DBName] = true

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 )
 
@@ -73,7 +72,7 @@ func (p *Plugin) touchParents(db *gorm.DB, d deltas) error {
 			value = now.UnixNano()
 		}
 		err := routed(db).Session(&gorm.Session{SkipHooks: true}).Table(t.parent.table).
-			Where(clause.IN{Column: clause.Column{Name: t.parent.key.column}, Values: keys}).
+			Where(t.parent.key.in("", keys)).
 			UpdateColumn(t.field.DBName, value).Error
 		if err != nil {
 			return err

@@ -61,7 +61,7 @@ func (p *Plugin) checkAllExist(db *gorm.DB, m *modelMeta, rs records) error {
 		var n int64
 		q := WithoutFill(primary(db, m.table))
 		err := q.Model(reflect.New(m.typ).Interface()).
-			Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Values: keys}).
+			Where(m.key.in(clause.CurrentTable, keys)).
 			Count(&n).Error
 		if q.DryRun {
 			return ErrDryRun
@@ -93,8 +93,8 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 	var found []string
 	q := WithoutFill(primary(db, m.table))
 	err = q.Model(reflect.New(m.typ).Interface()).
-		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Value: m.key.value(v)}).
-		Limit(1).Pluck(m.key.column, &found).Error
+		Where(m.key.eq(clause.CurrentTable, v)).
+		Limit(1).Pluck(m.key.columns()[0], &found).Error
 	if q.DryRun { // rendered and logged; nothing found is not ErrRecordNotFound
 		return ErrDryRun
 	}

@@ -294,6 +294,9 @@ func (p *Plugin) lockSlots(tx *gorm.DB, owner map[Ref]deltaKey, refs []Ref) erro
 //	SELECT comments.post_id, COUNT(*) FROM comments WHERE comments.post_id IN (...) [AND <Where>]
 //	  AND comments.deleted_at IS NULL GROUP BY comments.post_id
 func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into deltas) error {
+	if c.fkParts != nil {
+		return p.countChildrenComposite(tx, c, keys, into)
+	}
 	fk := clause.Column{Table: clause.CurrentTable, Name: c.fk.DBName}
 	agg := "COUNT(*)"
 	vars := []any{fk}

@@ -19,6 +19,9 @@ type recordKey struct {
 	index  []int
 	typ    reflect.Type
 	kind   reflect.Kind
+	// parts are the columns of a composite primary key, in the schema's
+	// order; nil for a single-column key (key_composite.go).
+	parts []recordKey
 }
 
 var (
@@ -32,9 +35,13 @@ func newRecordKey(s *schema.Schema) (recordKey, error) {
 		return recordKey{}, fmt.Errorf("%w: %s has no primary key", ErrUnsupportedModel, s.Name)
 	case 1:
 	default:
-		return recordKey{}, fmt.Errorf("%w: %s has a composite primary key; counters need a single-column key", ErrUnsupportedModel, s.Name)
+		return newCompositeKey(s)
 	}
-	f := s.PrimaryFields[0]
+	return newKeyPart(s, s.PrimaryFields[0])
+}
+
+// newKeyPart is the record key of one primary-key column.
+func newKeyPart(s *schema.Schema, f *schema.Field) (recordKey, error) {
 	k := recordKey{column: f.DBName, index: f.StructField.Index, typ: f.FieldType, kind: f.FieldType.Kind()}
 	switch k.kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -50,12 +57,18 @@ func newRecordKey(s *schema.Schema) (recordKey, error) {
 
 // value returns the primary key of struct value v as gorm would bind it.
 func (k recordKey) value(v reflect.Value) any {
+	if k.parts != nil {
+		return k.compositeValue(v)
+	}
 	f, _ := fieldAt(v, k.index) // only called for records whose id() succeeded
 	return f.Interface()
 }
 
 // id returns the record_id of struct value v.
 func (k recordKey) id(v reflect.Value) (string, error) {
+	if k.parts != nil {
+		return k.compositeID(v)
+	}
 	f, ok := fieldAt(v, k.index)
 	if !ok || f.IsZero() {
 		return "", ErrMissingPrimaryKey
@@ -112,6 +125,9 @@ func formatKey(v any) (string, error) {
 // records up by: integers and strings can; other types only if their Value
 // is text or an integer (a uuid.UUID, say), not bytes written out as hex.
 func (k recordKey) sweepable() error {
+	if k.parts != nil {
+		return k.eachPart(recordKey.sweepable)
+	}
 	if k.kind != reflect.Interface {
 		return nil
 	}
@@ -132,6 +148,9 @@ func (k recordKey) sweepable() error {
 // parse turns a record_id back into a primary key value to query the parent
 // table with; ok is false when no record of this model can have that id.
 func (k recordKey) parse(id string) (any, bool) {
+	if k.parts != nil {
+		return k.compositeParse(id)
+	}
 	switch k.kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, err := strconv.ParseInt(id, 10, k.typ.Bits())

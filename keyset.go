@@ -17,14 +17,21 @@ import (
 //	SELECT id FROM posts [WHERE <scope>] AND posts.id > ? ORDER BY posts.id LIMIT 500
 func keysetPages(db *gorm.DB, m *modelMeta, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
 	ctx := contextOf(db)
-	pk := clause.Column{Table: clause.CurrentTable, Name: m.key.column}
+	pk := any(clause.Column{Table: clause.CurrentTable, Name: m.key.column})
+	if m.key.parts != nil { // (a, b) > (?, ?): a row comparison, on every dialect
+		cols := make([]clause.Column, 0, len(m.key.parts))
+		for _, c := range m.key.columns() {
+			cols = append(cols, clause.Column{Table: clause.CurrentTable, Name: c})
+		}
+		pk = cols
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		page := reflect.New(reflect.SliceOf(m.typ))
-		q := WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.column).
-			Order(clause.OrderByColumn{Column: pk}).Limit(size)
+		q := WithoutFill(primary(db, m.table)).Model(reflect.New(m.typ).Interface()).Select(m.key.columns()).
+			Order(m.key.orderBy(clause.CurrentTable, false)).Limit(size)
 		if scope != nil {
 			q = scope(q)
 		}

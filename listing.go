@@ -248,6 +248,9 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 		return nil, err
 	}
 	m := r.m
+	if err := m.key.single(m, "List"); err != nil {
+		return nil, err
+	}
 	if err := m.key.textual(); r.sub != nil && err != nil {
 		return nil, err
 	}

@@ -167,10 +167,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 		types, alias = anys(bucketTypes(c, buckets)), alias+"_window"
 	}
 	quoted := db.Statement.Quote(alias)
-	key := "?"
-	if m.key.kind != reflect.String {
-		key = "CAST(? AS " + p.dialect.textType + ")"
-	}
+	key, keyVars := m.key.textSQL(p.dialect, clause.CurrentTable)
 	join := "LEFT JOIN (?) " + quoted + " ON " + quoted + ".slotted_id = " + key
 	total := "COALESCE(" + db.Statement.Quote(clause.Column{Table: alias, Name: "slotted_total"}) + ", 0)"
 	for _, j := range db.Statement.Joins {
@@ -179,7 +176,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 		}
 	}
 	sub := p.totals(db, types)
-	return db.Joins(join, sub, clause.Column{Table: clause.CurrentTable, Name: m.key.column}), total, nil
+	return db.Joins(join, append([]any{sub}, keyVars...)...), total, nil
 }
 
 // totals is the grouped sum the scopes join and Top ranks:
@@ -219,6 +216,9 @@ func identifier(name string) string {
 // text)) is its record_id: integers, strings, and Valuers that bind text or
 // integers (uuid.UUID); not keys written to record_id as hex bytes.
 func (k recordKey) textual() error {
+	if k.parts != nil {
+		return k.eachPart(recordKey.textual)
+	}
 	if k.kind != reflect.Interface {
 		return nil
 	}

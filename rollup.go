@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // RollUp writes the current total of counters into their cache columns on the
@@ -66,7 +65,7 @@ func (p *Plugin) rollUp(db *gorm.DB, m *modelMeta, selected []*counter, v reflec
 				for _, c := range selected {
 					cols[c.cache] = totals[[2]string{c.recordType, id}]
 				}
-				err := tx.Table(m.table).Where(clause.Eq{Column: clause.Column{Name: m.key.column}, Value: m.key.value(s)}).
+				err := tx.Table(m.table).Where(m.key.eq("", s)).
 					UpdateColumns(cols).Error
 				if err != nil {
 					return err

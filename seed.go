@@ -29,8 +29,7 @@ func (p *Plugin) checkSeeds(db *gorm.DB, m *modelMeta, upsert bool) error {
 	eachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
 		isNew := true
 		if upsert {
-			k, ok := fieldAt(v, m.key.index)
-			isNew = !ok || k.IsZero()
+			isNew = m.key.unset(v)
 			fresh = append(fresh, isNew)
 		}
 		if !isNew || err != nil {

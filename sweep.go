@@ -102,8 +102,8 @@ func (p *Plugin) orphans(db *gorm.DB, m *modelMeta, ids []string) ([]string, err
 	found := reflect.New(reflect.SliceOf(m.typ))
 	if len(keys) > 0 {
 		// Unscoped: a soft-deleted record still owns its counters.
-		err := WithoutFill(db).Unscoped().Model(reflect.New(m.typ).Interface()).Select(m.key.column).
-			Where(clause.IN{Column: clause.Column{Name: m.key.column}, Values: keys}).Find(found.Interface()).Error
+		err := WithoutFill(db).Unscoped().Model(reflect.New(m.typ).Interface()).Select(m.key.columns()).
+			Where(m.key.in("", keys)).Find(found.Interface()).Error
 		if err != nil {
 			return nil, err
 		}

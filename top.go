@@ -64,7 +64,7 @@ func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, err
 	}
 	var out []T
 	// Ties: the larger key first, so that ORDER BY cache DESC, id DESC can walk an index on the cache column backwards.
-	err = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Desc: true}).Limit(n).Find(&out).Error
+	err = q.Order(m.key.orderBy(clause.CurrentTable, true)).Limit(n).Find(&out).Error
 	if err != nil {
 		return nil, err
 	}
@@ -142,9 +142,9 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 // topCached ranks by the cache column of the parent table.
 func (p *Plugin) topCached(db *gorm.DB, m *modelMeta, c *counter, n int) ([]RefTotal, error) {
 	found := reflect.New(reflect.SliceOf(m.typ))
-	err := WithoutFill(routed(db)).Model(reflect.New(m.typ).Interface()).Select(m.key.column, c.cache).
+	err := WithoutFill(routed(db)).Model(reflect.New(m.typ).Interface()).Select(append(m.key.columns(), c.cache)).
 		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.cache}, Desc: true}).
-		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.key.column}, Desc: true}).
+		Order(m.key.orderBy(clause.CurrentTable, true)).
 		Limit(n).Find(found.Interface()).Error
 	if err != nil {
 		return nil, err
