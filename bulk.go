@@ -216,6 +216,9 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
+	if err := m.Key.Single(m, "AddWhere"); err != nil {
+		return err
+	}
 	if err := m.Key.Sweepable(); err != nil {
 		return fmt.Errorf("%w: AddWhere reads record ids from the %s column", err, m.Key.Column)
 	}

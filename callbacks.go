@@ -205,7 +205,7 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 	// find them, locking them (outside SQLite, whose write lock the delete's
 	// transaction holds anyway) so that none can stop matching in between.
 	matched := reflect.New(reflect.SliceOf(m.Type))
-	q := WithoutFill(session.Primary(db, m.Table)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Column)
+	q := WithoutFill(session.Primary(db, m.Table)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Columns())
 	if s.Unscoped {
 		q = q.Unscoped()
 	}
@@ -218,7 +218,7 @@ func (p *Plugin) collectDeleted(db *gorm.DB) {
 		for _, id := range rs.IDs {
 			keys = append(keys, m.Key.Value(rs.ByID[id][0]))
 		}
-		q = q.Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Values: keys})
+		q = q.Where(m.Key.In(clause.CurrentTable, keys))
 	}
 	if err := q.Find(matched.Interface()).Error; err != nil {
 		_ = db.AddError(err)

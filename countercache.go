@@ -122,6 +122,12 @@ type counterCache struct {
 	// totalAt is its position among the image's totals.
 	through *meta.Counter
 	totalAt int
+
+	// A composite foreign key (countercache_composite.go): its columns in the
+	// parent key's order, and their positions among the image's foreign key
+	// columns; nil for a single column.
+	fkParts []*schema.Field
+	fkAts   []int
 }
 
 // childCaches is everything the callbacks need about one child model: its
@@ -234,6 +240,8 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 		}
 	} else if len(rel.References) == 1 {
 		ref = rel.References[0]
+	} else if len(rel.References) > 1 {
+		ref = rel.References[0] // a composite foreign key: checked against the parent's key below
 	}
 	if ref == nil {
 		return fmt.Errorf("%w: %s.%s: counter caches need a single foreign key", ErrInvalidConfig, typ, association)
@@ -249,7 +257,14 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if err != nil {
 		return err
 	}
-	if ref.PrimaryKey == nil || ref.PrimaryKey.DBName != parent.Key.Column {
+	var fkParts []*schema.Field
+	if parent.Key.Parts != nil {
+		if fkParts, err = compositeFKs(rel, parent, typ.String()+"."+association); err != nil {
+			return err
+		}
+	} else if len(rel.References) > 1 && rel.Polymorphic == nil {
+		return fmt.Errorf("%w: %s.%s: counter caches need a single foreign key", ErrInvalidConfig, typ, association)
+	} else if ref.PrimaryKey == nil || ref.PrimaryKey.DBName != parent.Key.Column {
 		return fmt.Errorf("%w: %s.%s: the foreign key must reference %s's primary key", ErrInvalidConfig, typ, association, parent.Type)
 	}
 	if err := fkSupported(ref.ForeignKey.FieldType); err != nil {
@@ -258,7 +273,7 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if len(childSchema.PrimaryFields) != 1 {
 		return fmt.Errorf("%w: %s: counter cache children need a single-column primary key", ErrUnsupportedModel, childSchema.Name)
 	}
-	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, where: spec.where, match: spec.match, weight: 1, deleted: spec.withDeleted}
+	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, fkParts: fkParts, where: spec.where, match: spec.match, weight: 1, deleted: spec.withDeleted}
 	if spec.weight != 0 {
 		cc.weight = spec.weight
 	}
@@ -344,6 +359,11 @@ func newChildCaches(s *schema.Schema, caches []*counterCache) *childCaches {
 		c.fkAt = pos(&cc.fks, c.fk)
 		cc.withDeleted = cc.withDeleted || c.deleted
 		cc.watched[c.fk.DBName] = true
+		c.fkAts = nil
+		for _, f := range c.fkParts {
+			c.fkAts = append(c.fkAts, pos(&cc.fks, f))
+			cc.watched[f.DBName] = true
+		}
 		if c.sum != nil {
 			c.sumAt = pos(&cc.sums, c.sum)
 			cc.watched[c.sum.DBName] = true

@@ -192,7 +192,7 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 				continue
 			}
 		}
-		id, ok, err := fkID(img.fks[c.fkAt])
+		id, ok, err := c.fkIDOf(img.fks)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
 	"github.com/slotted-go/slotted/internal/session"
@@ -77,7 +76,7 @@ func (p *Plugin) touchParents(db *gorm.DB, d deltas) error {
 			value = now.UnixNano()
 		}
 		err := session.Routed(db).Session(&gorm.Session{SkipHooks: true}).Table(t.parent.Table).
-			Where(clause.IN{Column: clause.Column{Name: t.parent.Key.Column}, Values: keys}).
+			Where(t.parent.Key.In("", keys)).
 			UpdateColumn(t.field.DBName, value).Error
 		if err != nil {
 			return err

@@ -15,9 +15,11 @@ var (
 	// ErrMissingPrimaryKey: the record's primary key is the zero value or formats to "" (or a Ref is
 	// empty), so there is no record_id to count under.
 	ErrMissingPrimaryKey = errs.ErrMissingPrimaryKey
-	// ErrUnsupportedModel: the value is not a (pointer to a) struct, slice of structs, or has no single primary key.
+	// ErrUnsupportedModel: the value is not a (pointer to a) struct, slice of structs, or has no primary key, or
+	// a composite one in a call that does not take them (List, AddWhere, a counter cache's child).
 	ErrUnsupportedModel = errs.ErrUnsupportedModel
-	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id, or a key (record_id,
+	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id (or RefOfKey's parts do not
+	// fit the model's key columns), or a key (record_id,
 	// Ref, AddOnce's key, CompactOptions.RecordType/After) is longer than MaxKeyLen, has a NUL byte or is not
 	// valid UTF-8, or AddOnce's key is empty.
 	ErrUnsupportedKey = errs.ErrUnsupportedKey

@@ -65,7 +65,7 @@ func (p *Plugin) checkAllExist(db *gorm.DB, m *meta.Model, rs meta.Records) erro
 		var n int64
 		q := WithoutFill(session.Primary(db, m.Table))
 		err := q.Model(reflect.New(m.Type).Interface()).
-			Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Values: keys}).
+			Where(m.Key.In(clause.CurrentTable, keys)).
 			Count(&n).Error
 		if q.DryRun {
 			return ErrDryRun
@@ -97,8 +97,8 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 	var found []string
 	q := WithoutFill(session.Primary(db, m.Table))
 	err = q.Model(reflect.New(m.Type).Interface()).
-		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Value: m.Key.Value(v)}).
-		Limit(1).Pluck(m.Key.Column, &found).Error
+		Where(m.Key.Eq(clause.CurrentTable, v)).
+		Limit(1).Pluck(m.Key.Columns()[0], &found).Error
 	if q.DryRun { // rendered and logged; nothing found is not ErrRecordNotFound
 		return ErrDryRun
 	}

@@ -301,6 +301,9 @@ func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 	if c.through != nil {
 		return p.countThrough(tx, c, keys, into)
 	}
+	if c.fkParts != nil {
+		return p.countChildrenComposite(tx, c, keys, into)
+	}
 	fk := clause.Column{Table: clause.CurrentTable, Name: c.fk.DBName}
 	agg := "COUNT(*)"
 	vars := []any{fk}

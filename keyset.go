@@ -21,20 +21,31 @@ import (
 //
 //	SELECT id FROM posts [WHERE <scope>] AND posts.id > ? ORDER BY posts.id LIMIT 500
 func keysetPages(db *gorm.DB, m *meta.Model, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
-	pk := []clause.Column{{Table: clause.CurrentTable, Name: m.Key.Column}}
+	var pk []clause.Column
+	for _, c := range m.Key.Columns() {
+		pk = append(pk, clause.Column{Table: clause.CurrentTable, Name: c})
+	}
+	// A composite key's value is its parts; (a, b) > (?, ?) is a row
+	// comparison, which every supported database reads.
+	parts := func(v any) []any {
+		if m.Key.Parts != nil {
+			return v.([]any)
+		}
+		return []any{v}
+	}
 	var start []any
 	if after != nil {
-		start = []any{after}
+		start = parts(after)
 	}
 	read := func(after []any) (reflect.Value, int, []any, error) {
 		page := reflect.New(reflect.SliceOf(m.Type))
-		q := WithoutFill(session.Primary(db, m.Table)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Column).
-			Order(keyset.Order(pk)).Limit(size)
+		q := WithoutFill(session.Primary(db, m.Table)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Columns()).
+			Order(m.Key.OrderBy(clause.CurrentTable, false)).Limit(size)
 		if scope != nil {
 			q = scope(q)
 		}
 		if after != nil {
-			q = q.Where(keyset.After(pk, after, false))
+			q = q.Where(keyset.After(pk, after, true))
 		}
 		if err := q.Find(page.Interface()).Error; err != nil {
 			return page, 0, nil, err
@@ -43,7 +54,12 @@ func keysetPages(db *gorm.DB, m *meta.Model, size int, after any, scope func(*go
 		if n == 0 {
 			return page, 0, nil, nil
 		}
-		return page.Elem(), n, []any{m.Key.Value(page.Elem().Index(n - 1))}, nil
+		return page.Elem(), n, parts(m.Key.Value(page.Elem().Index(n - 1))), nil
 	}
-	return keyset.Walk(session.Context(db), size, start, read, func(page reflect.Value, last []any) error { return visit(page, last[0]) })
+	return keyset.Walk(session.Context(db), size, start, read, func(page reflect.Value, last []any) error {
+		if m.Key.Parts != nil {
+			return visit(page, last)
+		}
+		return visit(page, last[0])
+	})
 }

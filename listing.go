@@ -252,6 +252,9 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 		return nil, err
 	}
 	m := r.m
+	if err := m.Key.Single(m, "List"); err != nil {
+		return nil, err
+	}
 	if err := m.Key.Textual(); r.sub != nil && err != nil {
 		return nil, err
 	}

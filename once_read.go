@@ -261,15 +261,13 @@ func WhereApplied(model any, name, key string) func(*gorm.DB) *gorm.DB {
 			_ = db.AddError(err)
 			return db
 		}
-		id := "?"
-		if m.Key.Kind != reflect.String {
-			id = "CAST(? AS " + p.dialect.TextType + ")" // record_id is text: the parent's key is cast, record_id keeps its index
-		}
+		// record_id is text: the parent's key is cast, record_id keeps its index
+		id, keyVars := m.Key.TextSQL(p.dialect, m.Table)
 		sub := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.OnceTable).Select("1").
 			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.RecordType}).
 			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
 			Where(live(time.Now())).
-			Where("? = "+id, clause.Column{Name: "record_id"}, clause.Column{Table: m.Table, Name: m.Key.Column})
+			Where("? = "+id, append([]any{clause.Column{Name: "record_id"}}, keyVars...)...)
 		return db.Where("EXISTS (?)", sub)
 	}
 }

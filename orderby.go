@@ -2,7 +2,6 @@ package slotted
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -170,10 +169,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 		types, alias = anys(bucketTypes(c, buckets)), alias+"_window"
 	}
 	quoted := db.Statement.Quote(alias)
-	key := "?"
-	if m.Key.Kind != reflect.String {
-		key = "CAST(? AS " + p.dialect.TextType + ")"
-	}
+	key, keyVars := m.Key.TextSQL(p.dialect, clause.CurrentTable)
 	join := "LEFT JOIN (?) " + quoted + " ON " + quoted + ".slotted_id = " + key
 	total := "COALESCE(" + db.Statement.Quote(clause.Column{Table: alias, Name: "slotted_total"}) + ", 0)"
 	for _, j := range db.Statement.Joins {
@@ -182,7 +178,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 		}
 	}
 	sub := p.totals(db, types)
-	return db.Joins(join, sub, clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}), total, nil
+	return db.Joins(join, append([]any{sub}, keyVars...)...), total, nil
 }
 
 // totals is the grouped sum the scopes join and Top ranks:

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/meta"
 )
@@ -68,7 +67,7 @@ func (p *Plugin) rollUp(db *gorm.DB, m *meta.Model, selected []*meta.Counter, v 
 				for _, c := range selected {
 					cols[c.Cache] = totals[[2]string{c.RecordType, id}]
 				}
-				err := tx.Table(m.Table).Where(clause.Eq{Column: clause.Column{Name: m.Key.Column}, Value: m.Key.Value(s)}).
+				err := tx.Table(m.Table).Where(m.Key.Eq("", s)).
 					UpdateColumns(cols).Error
 				if err != nil {
 					return err

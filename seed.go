@@ -31,8 +31,7 @@ func (p *Plugin) checkSeeds(db *gorm.DB, m *meta.Model, upsert bool) error {
 	meta.EachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
 		isNew := true
 		if upsert {
-			k, ok := meta.FieldAt(v, m.Key.Index)
-			isNew = !ok || k.IsZero()
+			isNew = m.Key.Unset(v)
 			fresh = append(fresh, isNew)
 		}
 		if !isNew || err != nil {

@@ -99,8 +99,8 @@ func (p *Plugin) orphans(db *gorm.DB, m *meta.Model, ids []string) ([]string, er
 	found := reflect.New(reflect.SliceOf(m.Type))
 	if len(keys) > 0 {
 		// Unscoped: a soft-deleted record still owns its counters.
-		err := WithoutFill(db).Unscoped().Model(reflect.New(m.Type).Interface()).Select(m.Key.Column).
-			Where(clause.IN{Column: clause.Column{Name: m.Key.Column}, Values: keys}).Find(found.Interface()).Error
+		err := WithoutFill(db).Unscoped().Model(reflect.New(m.Type).Interface()).Select(m.Key.Columns()).
+			Where(m.Key.In("", keys)).Find(found.Interface()).Error
 		if err != nil {
 			return nil, err
 		}

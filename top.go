@@ -68,7 +68,7 @@ func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, err
 	}
 	var out []T
 	// Ties: the larger key first, so that ORDER BY cache DESC, id DESC can walk an index on the cache column backwards.
-	err = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Desc: true}).Limit(n).Find(&out).Error
+	err = q.Order(m.Key.OrderBy(clause.CurrentTable, true)).Limit(n).Find(&out).Error
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +146,9 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 // topCached ranks by the cache column of the parent table.
 func (p *Plugin) topCached(db *gorm.DB, m *meta.Model, c *meta.Counter, n int) ([]RefTotal, error) {
 	found := reflect.New(reflect.SliceOf(m.Type))
-	err := WithoutFill(session.Routed(db)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Column, c.Cache).
+	err := WithoutFill(session.Routed(db)).Model(reflect.New(m.Type).Interface()).Select(append(m.Key.Columns(), c.Cache)).
 		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.Cache}, Desc: true}).
-		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}, Desc: true}).
+		Order(m.Key.OrderBy(clause.CurrentTable, true)).
 		Limit(n).Find(found.Interface()).Error
 	if err != nil {
 		return nil, err

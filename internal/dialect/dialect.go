@@ -214,3 +214,13 @@ func (d Dialect) CheckTableName(table string) error {
 	}
 	return nil
 }
+
+// ConcatComma joins SQL text expressions with ',' between them: CONCAT on
+// MySQL (where || is OR unless PIPES_AS_CONCAT), || elsewhere. The
+// expressions are the plugin's own (column casts), never user values.
+func (d Dialect) ConcatComma(exprs []string) string {
+	if d.Name == "mysql" {
+		return "CONCAT(" + strings.Join(exprs, ", ',', ") + ")"
+	}
+	return "(" + strings.Join(exprs, " || ',' || ") + ")"
+}

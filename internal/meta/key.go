@@ -21,6 +21,9 @@ type Key struct {
 	Index  []int
 	Type   reflect.Type
 	Kind   reflect.Kind
+	// Parts are the columns of a composite primary key, in the schema's
+	// order; nil for a single-column key (key_composite.go).
+	Parts []Key
 }
 
 var (
@@ -34,9 +37,13 @@ func newRecordKey(s *schema.Schema) (Key, error) {
 		return Key{}, fmt.Errorf("%w: %s has no primary key", errs.ErrUnsupportedModel, s.Name)
 	case 1:
 	default:
-		return Key{}, fmt.Errorf("%w: %s has a composite primary key; counters need a single-column key", errs.ErrUnsupportedModel, s.Name)
+		return newCompositeKey(s)
 	}
-	f := s.PrimaryFields[0]
+	return newKeyPart(s, s.PrimaryFields[0])
+}
+
+// newKeyPart is the record key of one primary-key column.
+func newKeyPart(s *schema.Schema, f *schema.Field) (Key, error) {
 	k := Key{Column: f.DBName, Index: f.StructField.Index, Type: f.FieldType, Kind: f.FieldType.Kind()}
 	switch k.Kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -52,12 +59,18 @@ func newRecordKey(s *schema.Schema) (Key, error) {
 
 // Value returns the primary key of struct Value v as gorm would bind it.
 func (k Key) Value(v reflect.Value) any {
+	if k.Parts != nil {
+		return k.compositeValue(v)
+	}
 	f, _ := FieldAt(v, k.Index) // only called for records whose id() succeeded
 	return f.Interface()
 }
 
 // ID returns the record_id of struct value v.
 func (k Key) ID(v reflect.Value) (string, error) {
+	if k.Parts != nil {
+		return k.compositeID(v)
+	}
 	f, ok := FieldAt(v, k.Index)
 	if !ok || f.IsZero() {
 		return "", errs.ErrMissingPrimaryKey
@@ -114,6 +127,9 @@ func FormatKey(v any) (string, error) {
 // records up by: integers and strings can; other types only if their Value
 // is text or an integer (a uuid.UUID, say), not bytes written out as hex.
 func (k Key) Sweepable() error {
+	if k.Parts != nil {
+		return k.eachPart(Key.Sweepable)
+	}
 	if k.Kind != reflect.Interface {
 		return nil
 	}
@@ -134,6 +150,9 @@ func (k Key) Sweepable() error {
 // Parse turns a record_id back into a primary key value to query the parent
 // table with; ok is false when no record of this model can have that id.
 func (k Key) Parse(id string) (any, bool) {
+	if k.Parts != nil {
+		return k.compositeParse(id)
+	}
 	switch k.Kind {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, err := strconv.ParseInt(id, 10, k.Type.Bits())
@@ -149,6 +168,9 @@ func (k Key) Parse(id string) (any, bool) {
 // text)) is its record_id: integers, strings, and Valuers that bind text or
 // integers (uuid.UUID); not keys written to record_id as hex bytes.
 func (k Key) Textual() error {
+	if k.Parts != nil {
+		return k.eachPart(Key.Textual)
+	}
 	if k.Kind != reflect.Interface {
 		return nil
 	}

@@ -1,0 +1,138 @@
+package slotted
+
+import (
+	"fmt"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/slotted-go/slotted/internal/meta"
+	"github.com/slotted-go/slotted/internal/session"
+)
+
+// Counter caches of parents with a composite primary key: the child's foreign
+// key has one column per parent key column (gorm's foreignKey:A,B;references:A,B),
+// and the parent's record_id is built from those columns as the parent's own
+// key builds it (key_composite.go). A child whose foreign key has a nil or zero
+// part counts nowhere, as a child with a nil single-column foreign key.
+
+// compositeFKs returns the child's foreign-key fields in the order of the
+// parent's key columns, or an error when the relationship's references are not
+// exactly the parent's primary key.
+func compositeFKs(rel *schema.Relationship, parent *meta.Model, what string) ([]*schema.Field, error) {
+	if rel.Polymorphic != nil {
+		return nil, fmt.Errorf("%w: %s: a polymorphic counter cache needs a parent with a single-column key", ErrUnsupportedModel, what)
+	}
+	out := make([]*schema.Field, len(parent.Key.Parts))
+	for _, r := range rel.References {
+		for i, p := range parent.Key.Parts {
+			if r.PrimaryKey != nil && r.PrimaryKey.DBName == p.Column && r.ForeignKey != nil {
+				out[i] = r.ForeignKey
+			}
+		}
+	}
+	for i, f := range out {
+		if f == nil || len(rel.References) != len(out) {
+			return nil, fmt.Errorf("%w: %s: the foreign key must reference every column of %s's primary key (missing %s)", ErrInvalidConfig, what, parent.Type, parent.Key.Parts[i].Column)
+		}
+		if err := fkSupported(f.FieldType); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, f.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// fkIDOf is fkID of the cache's foreign key in an image's foreign-key values.
+func (c *counterCache) fkIDOf(fks []any) (string, bool, error) {
+	if c.fkParts == nil {
+		return fkID(fks[c.fkAt])
+	}
+	vals := make([]any, len(c.fkAts))
+	for i, at := range c.fkAts {
+		vals[i] = fks[at]
+	}
+	return compositeFKID(vals)
+}
+
+// compositeFKID formats a composite foreign key's values as its parent's record_id.
+func compositeFKID(vals []any) (string, bool, error) {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		id, ok, err := fkID(v)
+		if err != nil || !ok {
+			return "", false, err
+		}
+		parts[i] = id
+	}
+	id := meta.JoinKeyParts(parts)
+	if err := meta.CheckKey("foreign key", id); err != nil {
+		return "", false, err
+	}
+	return id, true, nil
+}
+
+// countChildrenComposite is countChildren for a composite foreign key.
+//
+//	SELECT memberships.org_id, memberships.handle, COUNT(*) FROM sessions
+//	WHERE (org_id, handle) IN ((?, ?), ...) ... GROUP BY org_id, handle
+func (p *Plugin) countChildrenComposite(tx *gorm.DB, c *counterCache, keys []any, into deltas) error {
+	cols := make([]clause.Column, len(c.fkParts))
+	sel := ""
+	vars := make([]any, 0, len(cols)+1)
+	for i, f := range c.fkParts {
+		cols[i] = clause.Column{Table: clause.CurrentTable, Name: f.DBName}
+		sel += "?, "
+		vars = append(vars, cols[i])
+	}
+	agg := "COUNT(*)"
+	if c.sum != nil {
+		agg = "COALESCE(SUM(?), 0)"
+		vars = append(vars, clause.Column{Table: clause.CurrentTable, Name: c.sum.DBName})
+	}
+	q := WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).
+		Select(sel+agg, vars...).
+		Where(clause.IN{Column: cols, Values: keys}).
+		Clauses(clause.GroupBy{Columns: cols})
+	if c.where != nil {
+		q = q.Where(*c.where)
+	}
+	if c.deleted {
+		q = q.Unscoped()
+	}
+	rows, err := q.Rows()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		dest := make([]any, 0, len(cols)+1)
+		for _, f := range c.fkParts {
+			dest = append(dest, nullable(f))
+		}
+		var n int64
+		if err := rows.Scan(append(dest, &n)...); err != nil {
+			return err
+		}
+		vals := make([]any, len(c.fkParts))
+		for i := range vals {
+			vals[i] = scanned(dest[i])
+		}
+		id, ok, err := compositeFKID(vals)
+		if err != nil {
+			return err
+		}
+		if ok {
+			n, ok := scaleDelta(n, c.weight)
+			if ok {
+				n, ok = mergeDelta(into[deltaKey{c, id}], n)
+			}
+			if !ok {
+				return ErrOverflow
+			}
+			into[deltaKey{c, id}] = n
+		}
+	}
+	return rows.Err()
+}
