@@ -8,13 +8,15 @@ import (
 	"github.com/slotted-go/slotted/internal/errs"
 
 	"github.com/slotted-go/slotted/internal/dialect"
+
+	"github.com/slotted-go/slotted/internal/rows"
 )
 
 const (
 	// DefaultSlots is the number of slot rows a counter is spread over unless configured otherwise.
 	DefaultSlots = 100
 	// DefaultTable is the counter table's name unless configured otherwise.
-	DefaultTable = "slotted_counters"
+	DefaultTable = rows.DefaultTable
 	// MaxSlots bounds Config.Slots and the `slots:` tag option. Reads sum every slot row, so far more
 	// slots than concurrent writers only make reads slower.
 	MaxSlots = errs.MaxSlots

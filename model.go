@@ -1,11 +1,6 @@
 package slotted
 
-import (
-	"gorm.io/gorm"
-	"gorm.io/gorm/schema"
-
-	"github.com/slotted-go/slotted/internal/dialect"
-)
+import "github.com/slotted-go/slotted/internal/rows"
 
 // SlottedCounter is one slot row. A counter is the set of rows sharing
 // (RecordType, RecordID); its value is the sum of their Count.
@@ -14,25 +9,13 @@ import (
 // of one counter is a primary-key range scan. There is deliberately no id
 // column: every upsert would burn an AUTO_INCREMENT or sequence value even when
 // it updates, and a second unique index makes ON DUPLICATE KEY UPDATE
-// deadlock-prone on InnoDB.
-type SlottedCounter struct {
-	RecordType Key   `gorm:"primaryKey;size:128;not null"`
-	RecordID   Key   `gorm:"primaryKey;size:128;not null"`
-	Slot       int32 `gorm:"primaryKey;autoIncrement:false;not null"`
-	Count      int64 `gorm:"not null"`
-}
-
-// TableName returns DefaultTable. With Config.Table set, query the rows with
-// slotted.Table(db) rather than db.Model(&SlottedCounter{}).
-func (SlottedCounter) TableName() string { return DefaultTable }
+// deadlock-prone on InnoDB. Its TableName is DefaultTable: with Config.Table
+// set, query the rows with slotted.Table(db) rather than
+// db.Model(&SlottedCounter{}).
+type SlottedCounter = rows.Counter
 
 // Key is a string compared byte for byte. On MySQL/MariaDB it is stored as
 // VARBINARY: the default collations there are case-insensitive and ignore
 // trailing spaces, which would merge the counters of records "abc", "ABC" and
 // "abc ". PostgreSQL and SQLite compare varchar/text exactly already.
-type Key string
-
-// GormDBDataType implements gorm's migrator.GormDataTypeInterface.
-func (Key) GormDBDataType(db *gorm.DB, field *schema.Field) string {
-	return dialect.Of(db.Dialector).KeyType(field.Size) // "": the dialect's own type for a sized string
-}
+type Key = rows.Key

@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/rows"
 )
 
 // Retry-safe writes. An error such as MySQL's "invalid connection" or a
@@ -38,21 +40,10 @@ import (
 // value is checked before it is sent.
 
 // DefaultOnceTable is the once table's name unless Config.OnceTable says otherwise.
-const DefaultOnceTable = "slotted_once"
+const DefaultOnceTable = rows.DefaultOnceTable
 
-// onceRow is one key of AddOnce: the counter, the key and the delta it
-// added (RemoveOnce subtracts it), kept until expires_at (NULL: forever).
-// The primary key is the conflict target; the expires_at index serves the
-// Runner's pruning.
-type onceRow struct {
-	RecordType Key        `gorm:"primaryKey;size:128;not null"`
-	RecordID   Key        `gorm:"primaryKey;size:128;not null"`
-	OpKey      Key        `gorm:"primaryKey;size:128;not null"`
-	Delta      int64      `gorm:"not null"`
-	ExpiresAt  *time.Time `gorm:"index"`
-}
-
-func (onceRow) TableName() string { return DefaultOnceTable }
+// onceRow is one key of AddOnce (the once table's model).
+type onceRow = rows.Once
 
 // OnceOption tunes one AddOnce or AddRefOnce call.
 type OnceOption func(*onceOptions)
