@@ -29,14 +29,14 @@ import (
 //
 // Every statement is prepared once per connection, so the number of distinct
 // statements is bounded: a batch has 1..8 rows, or a power of two up to
-// maxBatchRows. A batch that has some other number of rows is never padded (a
+// XMaxBatchRows. A batch that has some other number of rows is never padded (a
 // key may not appear twice, and a filler row would lock and create rows): the
 // coalescer takes the largest shape that fits and leaves the rest for the next
 // statement; bulk writes split into shapes inside one transaction.
-const maxBatchRows = 1024
+const XMaxBatchRows = 1024
 
-// shapeFloor is the largest statement shape of at most n rows (n >= 1).
-func shapeFloor(n int) int {
+// XShapeFloor is the largest statement shape of at most n rows (n >= 1).
+func XShapeFloor(n int) int {
 	if n <= 8 {
 		return n
 	}
@@ -51,14 +51,14 @@ func shapeIndex(rows int) int {
 	return 8 + bits.Len(uint(rows)) - 5
 }
 
-// batchRow is one counter row of a multi-row upsert.
-type batchRow struct {
-	ref   Ref
-	slots int
-	delta int64
+// XRow is one counter row of a multi-row upsert.
+type XRow struct {
+	Ref   Ref
+	Slots int
+	Delta int64
 }
 
-func compareRows(a, b batchRow) int { return meta.CompareRefs(a.ref, b.ref) }
+func compareRows(a, b XRow) int { return meta.CompareRefs(a.Ref, b.Ref) }
 
 // batchStatements holds the rendered multi-row upserts, one per shape, rendered
 // on first use by gorm's own clause builders like the single-row upsert.
@@ -116,10 +116,10 @@ func (p *Plugin) renderBatch(n int) (string, []arg, error) {
 	return up.Statement.SQL.String(), order[:per], nil
 }
 
-// batchStatement reports whether query is one of the multi-row upserts
+// BatchStatement reports whether query is one of the multi-row upserts
 // rendered so far: a statement reaches the driver only after execRows rendered
 // its shape.
-func (p *Plugin) batchStatement(query string) bool {
+func (p *Plugin) BatchStatement(query string) bool {
 	for i := range p.batch.shapes {
 		if s := &p.batch.shapes[i]; s.ready.Load() && s.sql == query {
 			return true
@@ -128,16 +128,16 @@ func (p *Plugin) batchStatement(query string) bool {
 	return false
 }
 
-// execRows runs one multi-row upsert (len(rows) is a shape) through gorm's Raw
+// ExecRows runs one multi-row upsert (len(rows) is a shape) through gorm's Raw
 // callback chain, like add, with a fresh random slot for every row.
-func (p *Plugin) execRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, rows []batchRow) error {
+func (p *Plugin) ExecRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, rows []XRow) error {
 	var (
 		query string
 		vals  []any
 	)
 	if len(rows) == 1 {
 		r := rows[0]
-		query, vals = p.sql.upsert, args(p.sql.upsertArgs, r.ref.Type, r.ref.ID, rand.IntN(r.slots), r.delta)
+		query, vals = p.sql.upsert, args(p.sql.upsertArgs, r.Ref.Type, r.Ref.ID, rand.IntN(r.Slots), r.Delta)
 	} else {
 		var (
 			order []arg
@@ -148,20 +148,20 @@ func (p *Plugin) execRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, 
 		}
 		vals = make([]any, 0, len(order)*len(rows))
 		for _, r := range rows {
-			vals = appendArgs(vals, order, r.ref.Type, r.ref.ID, rand.IntN(r.slots), r.delta)
+			vals = appendArgs(vals, order, r.Ref.Type, r.Ref.ID, rand.IntN(r.Slots), r.Delta)
 		}
 	}
-	return overflowed(execRendered(db, pool, ctx, query, vals).Error)
+	return XOverflowed(execRendered(db, pool, ctx, query, vals).Error)
 }
 
-// sortRows orders rows by key, the order every multi-row statement locks in
+// XSortRows orders rows by key, the order every multi-row statement locks in
 // (unsorted multi-row upserts deadlock against each other).
-func sortRows(rows []batchRow) { slices.SortFunc(rows, compareRows) }
+func XSortRows(rows []XRow) { slices.SortFunc(rows, compareRows) }
 
 // mergeDelta adds d to sum, reporting false instead of overflowing int64.
-// scaleDelta is n*weight, false when it leaves int64 (a counter cache's
+// XScaleDelta is n*weight, false when it leaves int64 (a counter cache's
 // Weight times a child's Sum column).
-func scaleDelta(n, weight int64) (int64, bool) {
+func XScaleDelta(n, weight int64) (int64, bool) {
 	if weight == 1 {
 		return n, true
 	}
@@ -172,7 +172,7 @@ func scaleDelta(n, weight int64) (int64, bool) {
 	return r, true
 }
 
-func mergeDelta(sum, d int64) (int64, bool) {
+func XMergeDelta(sum, d int64) (int64, bool) {
 	s := sum + d
 	if (d > 0 && s < sum) || (d < 0 && s > sum) {
 		return sum, false

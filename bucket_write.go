@@ -20,10 +20,10 @@ import (
 // once, here: a retried write stays in its bucket.
 func (p *Plugin) writeCounter(db *gorm.DB, c *meta.Counter, id string, delta int64) error {
 	if c.Bucket == nil {
-		return p.add(db, c.RecordType, id, c.Slots, delta)
+		return p.AddOne(db, c.RecordType, id, c.Slots, delta)
 	}
 	if delta == 0 {
 		return nil
 	}
-	return p.writeDeltas(db, rowsOf(make([]batchRow, 0, 2), c, id, delta, p.cfg.Now()))
+	return p.WriteDeltas(db, XRowsOf(make([]XRow, 0, 2), c, id, delta, p.cfg.Now()))
 }

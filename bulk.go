@@ -66,7 +66,7 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 			moves = append(moves, move{c, d})
 			continue
 		}
-		sum, ok := mergeDelta(moves[i].delta, d)
+		sum, ok := XMergeDelta(moves[i].delta, d)
 		if !ok {
 			return fmt.Errorf("%w: counter %q", ErrDeltaOverflow, c.Name)
 		}
@@ -78,11 +78,11 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 		}
 	}
 	now := p.cfg.Now()
-	rows := make([]batchRow, 0, len(moves))
+	rows := make([]XRow, 0, len(moves))
 	for _, m := range moves {
-		rows = rowsOf(rows, m.c, id, m.delta, now)
+		rows = XRowsOf(rows, m.c, id, m.delta, now)
 	}
-	if err := p.writeDeltas(db, rows); err != nil {
+	if err := p.WriteDeltas(db, rows); err != nil {
 		return err
 	}
 	for _, m := range moves {
@@ -121,11 +121,11 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 		return err
 	}
 	now := p.cfg.Now()
-	rows := make([]batchRow, 0, len(rs.IDs))
+	rows := make([]XRow, 0, len(rs.IDs))
 	for _, id := range rs.IDs {
-		rows = rowsOf(rows, c, id, delta, now)
+		rows = XRowsOf(rows, c, id, delta, now)
 	}
-	if err := p.writeDeltas(db, rows); err != nil {
+	if err := p.WriteDeltas(db, rows); err != nil {
 		return err
 	}
 	for _, structs := range rs.ByID {
@@ -145,31 +145,31 @@ func AddRefs(db *gorm.DB, deltas map[Ref]int64) error {
 	if err != nil {
 		return err
 	}
-	rows := make([]batchRow, 0, len(deltas))
+	rows := make([]XRow, 0, len(deltas))
 	for ref, d := range deltas {
 		if err := ref.Validate(); err != nil {
 			return err
 		}
 		if d != 0 {
-			rows = append(rows, batchRow{ref: ref, slots: p.cfg.Slots, delta: d})
+			rows = append(rows, XRow{Ref: ref, Slots: p.cfg.Slots, Delta: d})
 		}
 	}
-	return p.writeDeltas(db, rows)
+	return p.WriteDeltas(db, rows)
 }
 
-// upsertRows writes rows (sorted by key, each counter once) with one statement
+// UpsertRows writes rows (sorted by key, each counter once) with one statement
 // per shape: one statement when len(rows) is a shape. Outside a transaction a
 // single statement is retried on lock conflicts, and several run in a write
 // transaction retried as a whole, so the rows are written all or none.
-func (p *Plugin) upsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, inTx bool, rows []batchRow) error {
-	if shapeFloor(min(len(rows), maxBatchRows)) == len(rows) {
-		return p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error { return p.execRows(db, pool, ctx, rows) })
+func (p *Plugin) UpsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, inTx bool, rows []XRow) error {
+	if XShapeFloor(min(len(rows), XMaxBatchRows)) == len(rows) {
+		return p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error { return p.ExecRows(db, pool, ctx, rows) })
 	}
 	run := func(tx *gorm.DB) error {
 		pool, ctx := tx.Statement.ConnPool, session.Context(tx)
 		for rest := rows; len(rest) > 0; {
-			n := shapeFloor(min(len(rest), maxBatchRows))
-			if err := p.execRows(tx, pool, ctx, rest[:n]); err != nil {
+			n := XShapeFloor(min(len(rest), XMaxBatchRows))
+			if err := p.ExecRows(tx, pool, ctx, rest[:n]); err != nil {
 				return err
 			}
 			rest = rest[n:]
@@ -248,7 +248,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		if res.Error == nil && res.DryRun {
 			return ErrDryRun // rendered and logged, not run
 		}
-		return overflowed(res.Error)
+		return XOverflowed(res.Error)
 	}
 	pool, inTx := p.sessions.Pool(db)
 	ctx := session.Context(db)

@@ -228,7 +228,7 @@ func runs[T any](xs []T, same func(a, b T) bool) iter.Seq[[]T] {
 // write and its outcome marker too, and the sum), in the form the driver
 // gets. A new fixed statement belongs here too.
 func (p *Plugin) ownStatement(query string) bool {
-	return query == p.sql.upsert || query == p.sumSQL() || p.batchStatement(query)
+	return query == p.sql.upsert || query == p.sumSQL() || p.BatchStatement(query)
 }
 
 // sumSQL is the sum as db.Raw hands it to the driver ($1 on PostgreSQL),

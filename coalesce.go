@@ -86,11 +86,11 @@ type waiter struct {
 	// rows are the caller's row deltas, each counter once, written together
 	// or not at all: one[:] for a single counter (no allocation beyond the
 	// waiter's), a bucketed counter's total and bucket, a bulk write's rows.
-	rows []batchRow
-	one  [1]batchRow
+	rows []XRow
+	one  [1]XRow
 	// once guards rows with an AddOnce key: they are written only if the
 	// key is new (once_batch.go). nil for every other write.
-	once  *onceWrite
+	once  *XOnceWrite
 	state waiterState // guarded by coalescer.mu, like lead and expired
 	lead  bool
 	// expired is its context's error as take saw it, once per take: a
@@ -100,10 +100,10 @@ type waiter struct {
 	done    chan error // the outcome, or errLead
 }
 
-// coalescerFor returns the coalescer for db's writes, or nil when they are
+// CoalescerFor returns the coalescer for db's writes, or nil when they are
 // written directly: inside the caller's transaction (nothing is coalesced
 // there), with coalescing off, in DryRun, or on a pool that cannot be a map key.
-func (p *Plugin) coalescerFor(db *gorm.DB, pool gorm.ConnPool, inTx bool) *coalescer {
+func (p *Plugin) CoalescerFor(db *gorm.DB, pool gorm.ConnPool, inTx bool) *coalescer {
 	if inTx || p.cfg.DisableCoalescing || db.DryRun {
 		return nil
 	}
@@ -139,25 +139,25 @@ func routingOf(stmt *gorm.Statement) string {
 	return strings.Join(parts, ";")
 }
 
-// coalesce writes delta to ref through db's coalescer.
-func (p *Plugin) coalesce(db *gorm.DB, c *coalescer, ref Ref, slots int, delta int64) error {
-	return p.coalesceRows(db, c, batchRow{ref: ref, slots: slots, delta: delta}, nil, nil)
+// Coalesce writes delta to ref through db's coalescer.
+func (p *Plugin) Coalesce(db *gorm.DB, c *coalescer, ref Ref, slots int, delta int64) error {
+	return p.CoalesceRows(db, c, XRow{Ref: ref, Slots: slots, Delta: delta}, nil, nil)
 }
 
-// coalesceRows writes one row (rows nil) or several rows (sorted, each
+// CoalesceRows writes one row (rows nil) or several rows (sorted, each
 // counter once; written all or none) through db's coalescer, guarded by
 // once's key when once is not nil.
-func (p *Plugin) coalesceRows(db *gorm.DB, c *coalescer, one batchRow, rows []batchRow, once *onceWrite) error {
+func (p *Plugin) CoalesceRows(db *gorm.DB, c *coalescer, one XRow, rows []XRow, once *XOnceWrite) error {
 	for {
 		again, err := c.add(db, one, rows, once)
 		if !again {
 			return err
 		}
-		c = p.coalescerFor(db, c.key.pool, false) // it went idle and was removed meanwhile
+		c = p.CoalescerFor(db, c.key.pool, false) // it went idle and was removed meanwhile
 	}
 }
 
-func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWrite) (again bool, err error) {
+func (c *coalescer) add(db *gorm.DB, one XRow, rows []XRow, once *XOnceWrite) (again bool, err error) {
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
@@ -185,7 +185,7 @@ func (c *coalescer) add(db *gorm.DB, one batchRow, rows []batchRow, once *onceWr
 			}
 			c.p.batching.record(len(rows), 1)
 			ctx := session.Context(db)
-			return false, c.upsert(db, ctx, rows, batchRow{})
+			return false, c.upsert(db, ctx, rows, XRow{})
 		}
 	}
 	w := &waiter{db: db, ctx: session.Context(db), once: once, lead: lingering, done: make(chan error, 1)}
@@ -258,7 +258,7 @@ func (c *coalescer) writeOwn(w *waiter) error {
 	if len(w.rows) == 1 {
 		return c.upsert(w.db, w.ctx, nil, w.rows[0])
 	}
-	return c.upsert(w.db, w.ctx, w.rows, batchRow{})
+	return c.upsert(w.db, w.ctx, w.rows, XRow{})
 }
 
 // lead writes the next batch, w's delta first, and hands leadership on. A
@@ -319,7 +319,7 @@ func (leaderPanic) Error() string { return errLeaderPanicked.Error() }
 // in a callback is logged (no caller may be waiting any more, and a panic in
 // a goroutine no caller owns would end the process); the leader, if it still
 // waits, panics with it, and the others get errLeaderPanicked.
-func (c *coalescer) run(w *waiter, rows []batchRow, batch []*waiter) {
+func (c *coalescer) run(w *waiter, rows []XRow, batch []*waiter) {
 	var err, others error = leaderPanic{}, errLeaderPanicked
 	defer func() {
 		c.endTurn()
@@ -359,7 +359,7 @@ func (c *coalescer) endTurn() {
 // its own context, as without coalescing. Otherwise the statement carries
 // other callers' writes, so it runs on a context none of them can cancel
 // (keeping the leader's values, such as trace spans), bounded by BatchTimeout.
-func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
+func (c *coalescer) write(w *waiter, rows []XRow, batch []*waiter) error {
 	if c.p.cfg.Linger > 0 {
 		defer func(start time.Time) { c.took(len(batch), time.Since(start)) }(time.Now())
 	}
@@ -368,7 +368,7 @@ func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), c.p.cfg.BatchTimeout)
 	defer cancel()
-	sortRows(rows)
+	XSortRows(rows)
 	start := batchStart()
 	var err error
 	if onces := onceWaiters(batch); onces != nil {
@@ -377,7 +377,7 @@ func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 		// One statement when the rows are a shape; several in one transaction
 		// when multi-row writes left a row of the shape empty or the leader's own
 		// write is larger than a shape.
-		err = c.upsert(w.db, ctx, rows, batchRow{})
+		err = c.upsert(w.db, ctx, rows, XRow{})
 	}
 	return c.p.batchDone(ctx, start, len(rows), len(batch), err)
 }
@@ -389,7 +389,7 @@ func (c *coalescer) write(w *waiter, rows []batchRow, batch []*waiter) error {
 // A caller's rows go into one batch together or wait together: a delta that
 // would overflow its row's sum, or rows cut off by the shape, wait for the
 // next statement. The leader's own rows are always taken, however many.
-func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
+func (c *coalescer) take(w *waiter) (rows []XRow, batch []*waiter) {
 	if c.index == nil {
 		c.index, c.onceKinds = map[Ref]int{}, map[[3]Key]bool{}
 	}
@@ -409,8 +409,8 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 			continue
 		}
 		for _, r := range o.rows {
-			if _, ok := c.index[r.ref]; !ok {
-				c.index[r.ref] = len(c.index)
+			if _, ok := c.index[r.Ref]; !ok {
+				c.index[r.Ref] = len(c.index)
 			}
 		}
 	}
@@ -419,7 +419,7 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 	if w.once == nil {
 		k = max(k, len(w.rows))
 	}
-	rows = make([]batchRow, k)
+	rows = make([]XRow, k)
 	keys := 0 // AddOnce callers taken
 	keep := c.pending[:0]
 	for _, o := range c.pending {
@@ -450,12 +450,12 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 		}
 		if c.fits(o, rows) {
 			for _, r := range o.rows {
-				x := &rows[c.index[r.ref]]
-				if x.slots == 0 {
-					x.ref, x.slots = r.ref, r.slots
+				x := &rows[c.index[r.Ref]]
+				if x.Slots == 0 {
+					x.Ref, x.Slots = r.Ref, r.Slots
 				}
-				x.delta += r.delta // fits checked the sum
-				x.slots = min(x.slots, r.slots)
+				x.Delta += r.Delta // fits checked the sum
+				x.Slots = min(x.Slots, r.Slots)
 			}
 			o.state = taken
 			batch = append(batch, o)
@@ -468,7 +468,7 @@ func (c *coalescer) take(w *waiter) (rows []batchRow, batch []*waiter) {
 	c.pending = keep
 	// A row stays empty when the caller who indexed it waits (its rows were
 	// cut by the shape, or one would overflow): drop it, rows are never padded.
-	rows = slices.DeleteFunc(rows, func(r batchRow) bool { return r.slots == 0 })
+	rows = slices.DeleteFunc(rows, func(r XRow) bool { return r.Slots == 0 })
 	return rows, batch
 }
 
@@ -487,7 +487,7 @@ func onceWaiters(batch []*waiter) []*waiter {
 func (c *coalescer) newRows(o *waiter) int {
 	n := 0
 	for _, r := range o.rows {
-		if _, ok := c.index[r.ref]; !ok {
+		if _, ok := c.index[r.Ref]; !ok {
 			n++
 		}
 	}
@@ -496,13 +496,13 @@ func (c *coalescer) newRows(o *waiter) int {
 
 // fits reports whether all of o's rows are in the batch's first len(rows)
 // rows and add to them without overflowing (under mu).
-func (c *coalescer) fits(o *waiter, rows []batchRow) bool {
+func (c *coalescer) fits(o *waiter, rows []XRow) bool {
 	for _, r := range o.rows {
-		i, ok := c.index[r.ref]
+		i, ok := c.index[r.Ref]
 		if !ok || i >= len(rows) {
 			return false
 		}
-		if _, ok := mergeDelta(rows[i].delta, r.delta); !ok {
+		if _, ok := XMergeDelta(rows[i].Delta, r.Delta); !ok {
 			return false
 		}
 	}
@@ -555,7 +555,7 @@ func (s *batchStats) record(rows, writes int) {
 func (s *batchStats) report(out *Stats) {
 	out.Batches, out.BatchedWrites, out.Waiting = s.batches.Load(), s.writes.Load(), s.waiting.Load()
 	out.BatchRows = map[int]uint64{}
-	for rows := 1; rows <= maxBatchRows; rows = nextShape(rows) {
+	for rows := 1; rows <= XMaxBatchRows; rows = nextShape(rows) {
 		if n := s.rows[shapeIndex(rows)].Load(); n > 0 {
 			out.BatchRows[rows] = n
 		}

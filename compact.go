@@ -173,7 +173,7 @@ func planCompaction(rows []SlottedCounter) (drop, keep []SlottedCounter, overflo
 		if len(group) < 2 {
 			continue
 		}
-		sum, ok := sumExact(group)
+		sum, ok := XSumExact(group)
 		if !ok {
 			overflows++
 			continue

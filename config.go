@@ -205,8 +205,8 @@ func (c Config) withDefaults(galera bool) (Config, error) {
 	if c.MaxBatch == 0 {
 		c.MaxBatch = 128
 	}
-	if c.MaxBatch < 1 || c.MaxBatch > maxBatchRows {
-		return c, fmt.Errorf("%w: MaxBatch %d not in 1..%d", ErrInvalidConfig, c.MaxBatch, maxBatchRows)
+	if c.MaxBatch < 1 || c.MaxBatch > XMaxBatchRows {
+		return c, fmt.Errorf("%w: MaxBatch %d not in 1..%d", ErrInvalidConfig, c.MaxBatch, XMaxBatchRows)
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 1

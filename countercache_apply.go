@@ -20,11 +20,11 @@ func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 	if err := p.propagate(db, d); err != nil {
 		return err
 	}
-	rows := make([]batchRow, 0, len(d))
+	rows := make([]XRow, 0, len(d))
 	for k, n := range d {
-		rows = append(rows, batchRow{ref: Ref{Type: k.c.counter.RecordType, ID: k.id}, slots: k.c.counter.Slots, delta: n})
+		rows = append(rows, XRow{Ref: Ref{Type: k.c.counter.RecordType, ID: k.id}, Slots: k.c.counter.Slots, Delta: n})
 	}
-	rows, err := sumRows(rows) // one row per parent counter, in key order; ErrOverflow
+	rows, err := XSumRows(rows) // one row per parent counter, in key order; ErrOverflow
 	if err != nil || len(rows) == 0 {
 		return err
 	}
@@ -37,12 +37,12 @@ func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 // upsertDeltas runs writeDeltas, through session.TxPrepared when it can:
 // only the plugin's fixed upserts pass through it (a bounded set of
 // statements).
-func (p *Plugin) upsertDeltas(db *gorm.DB, rows []batchRow) error {
+func (p *Plugin) upsertDeltas(db *gorm.DB, rows []XRow) error {
 	if tx, ok := db.Statement.ConnPool.(*sql.Tx); ok && p.dialect.PreparedInTx && !p.cfg.DisablePrepared {
 		if sqlDB, err := db.DB(); err == nil {
 			db.Statement.ConnPool = session.TxPrepared{Tx: tx, Stmts: p.sessions.StmtPool(sqlDB)}
 			defer func() { db.Statement.ConnPool = tx }()
 		}
 	}
-	return p.writeDeltas(db, rows)
+	return p.WriteDeltas(db, rows)
 }

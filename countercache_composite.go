@@ -124,9 +124,9 @@ func (p *Plugin) countChildrenComposite(tx *gorm.DB, c *counterCache, keys []any
 			return err
 		}
 		if ok {
-			n, ok := scaleDelta(n, c.weight)
+			n, ok := XScaleDelta(n, c.weight)
 			if ok {
-				n, ok = mergeDelta(into[deltaKey{c, id}], n)
+				n, ok = XMergeDelta(into[deltaKey{c, id}], n)
 			}
 			if !ok {
 				return ErrOverflow

@@ -212,12 +212,12 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 				return err
 			}
 		}
-		n, ok := scaleDelta(amount, c.weight)
+		n, ok := XScaleDelta(amount, c.weight)
 		if ok && sign < 0 {
 			n, ok = -n, n != math.MinInt64
 		}
 		if ok {
-			n, ok = mergeDelta(d[deltaKey{c, id}], n)
+			n, ok = XMergeDelta(d[deltaKey{c, id}], n)
 		}
 		if !ok {
 			return ErrOverflow

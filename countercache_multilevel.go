@@ -155,7 +155,7 @@ func (p *Plugin) propagate(db *gorm.DB, d deltas) error {
 			}
 		}
 		for k, n := range next {
-			sum, ok := mergeDelta(d[k], n)
+			sum, ok := XMergeDelta(d[k], n)
 			if !ok {
 				return ErrOverflow
 			}
@@ -318,7 +318,7 @@ func (p *Plugin) lockedTotals(db *gorm.DB, counters []*meta.Counter, ids []strin
 		}
 		for _, r := range got {
 			ref := Ref{Type: string(r.RecordType), ID: string(r.RecordID)}
-			sum, ok := mergeDelta(totals[ref], r.Count)
+			sum, ok := XMergeDelta(totals[ref], r.Count)
 			if !ok {
 				return nil, ErrOverflow
 			}
@@ -384,9 +384,9 @@ func (p *Plugin) countThrough(tx *gorm.DB, c *counterCache, keys []any, into del
 		if !ok {
 			continue
 		}
-		n, ok = scaleDelta(n, weight)
+		n, ok = XScaleDelta(n, weight)
 		if ok {
-			n, ok = mergeDelta(into[deltaKey{c, id}], n)
+			n, ok = XMergeDelta(into[deltaKey{c, id}], n)
 		}
 		if !ok {
 			return ErrOverflow
@@ -429,7 +429,7 @@ func (p *Plugin) throughQuery(tx *gorm.DB, c *counterCache, filter func(clause.C
 			return nil, 0, err
 		}
 		var ok bool
-		if weight, ok = scaleDelta(weight, w); !ok {
+		if weight, ok = XScaleDelta(weight, w); !ok {
 			return nil, 0, ErrOverflow
 		}
 		alias := fmt.Sprintf("slotted_l%d", depth)

@@ -337,9 +337,9 @@ func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 			return err
 		}
 		if ok {
-			n, ok := scaleDelta(n, c.weight)
+			n, ok := XScaleDelta(n, c.weight)
 			if ok {
-				n, ok = mergeDelta(into[deltaKey{c, id}], n)
+				n, ok = XMergeDelta(into[deltaKey{c, id}], n)
 			}
 			if !ok {
 				return ErrOverflow

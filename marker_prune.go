@@ -66,10 +66,10 @@ func (c *coalescer) marker(db *gorm.DB, ctx context.Context) *marker {
 	if len(stale) > 0 {
 		p := c.p
 		go func() {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markerWait)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), XMarkerWait)
 			defer cancel()
 			for _, s := range stale {
-				_ = p.dropMarker(db.WithContext(rctx), s.ref)
+				_ = p.DropMarker(db.WithContext(rctx), s.ref)
 			}
 		}()
 	}
@@ -86,17 +86,17 @@ func (b *Buffer) renewMarker(ctx context.Context) {
 	}
 	old := b.marker
 	b.marker = newMarkerAt(now)
-	_ = b.p.dropMarker(b.db.WithContext(ctx), old.ref)
+	_ = b.p.DropMarker(b.db.WithContext(ctx), old.ref)
 }
 
-// pruneMarkers deletes the rows of markers made more than markerPruneAge
+// PruneMarkerRows deletes the rows of markers made more than markerPruneAge
 // before now, markers whose owners have stopped writing through them: exited
 // processes' and retired ones. It reads the markers' IDs on the primary (a
 // few rows per process) and deletes the old ones by ID, pruneBatch at a time.
 //
 //	SELECT `record_id` FROM `slotted_counters` WHERE `record_type` = 'slotted:outcome'
 //	DELETE FROM `slotted_counters` WHERE `record_type` = 'slotted:outcome' AND `record_id` IN ('t019a...','t019a...')
-func (p *Plugin) pruneMarkers(ctx context.Context, db *gorm.DB, now time.Time) (pruned int64, err error) {
+func (p *Plugin) PruneMarkerRows(ctx context.Context, db *gorm.DB, now time.Time) (pruned int64, err error) {
 	typ := clause.Eq{Column: clause.Column{Name: "record_type"}, Value: MarkerType}
 	var ids []string
 	if err := session.Primary(db, p.cfg.Table).WithContext(ctx).Table(p.cfg.Table).Where(typ).Pluck("record_id", &ids).Error; err != nil {
@@ -131,5 +131,5 @@ func PruneMarkers(db *gorm.DB) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p.pruneMarkers(session.Context(db), db, p.cfg.Now())
+	return p.PruneMarkerRows(session.Context(db), db, p.cfg.Now())
 }

@@ -93,8 +93,8 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 	if err != nil {
 		return false, err
 	}
-	rows := rowsOf(make([]batchRow, 0, 2), c, id, delta, p.cfg.Now())
-	if applied, err = p.addOnce(db, Ref{Type: c.RecordType, ID: id}, rows, delta, key, o); applied {
+	rows := XRowsOf(make([]XRow, 0, 2), c, id, delta, p.cfg.Now())
+	if applied, err = p.AddOnceRows(db, Ref{Type: c.RecordType, ID: id}, rows, delta, key, o); applied {
 		c.Add(v, delta)
 	}
 	return applied, err
@@ -113,7 +113,7 @@ func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOptio
 	if err != nil {
 		return false, err
 	}
-	return p.addOnce(db, ref, []batchRow{{ref: ref, slots: p.cfg.Slots, delta: delta}}, delta, key, o)
+	return p.AddOnceRows(db, ref, []XRow{{Ref: ref, Slots: p.cfg.Slots, Delta: delta}}, delta, key, o)
 }
 
 // RemoveOnce undoes AddOnce: if key is recorded (and not expired) for the
@@ -143,8 +143,8 @@ func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed boo
 		return false, err
 	}
 	now := p.cfg.Now()
-	delta, removed, err := p.removeOnce(db, Ref{Type: c.RecordType, ID: id}, func(d int64) []batchRow {
-		return rowsOf(make([]batchRow, 0, 2), c, id, d, now)
+	delta, removed, err := p.RemoveOnceRows(db, Ref{Type: c.RecordType, ID: id}, func(d int64) []XRow {
+		return XRowsOf(make([]XRow, 0, 2), c, id, d, now)
 	}, key)
 	if removed {
 		c.Add(v, -delta)
@@ -164,8 +164,8 @@ func RemoveRefOnce(db *gorm.DB, ref Ref, key string) (removed bool, err error) {
 	if err := checkOnceKey(key); err != nil {
 		return false, err
 	}
-	_, removed, err = p.removeOnce(db, ref, func(d int64) []batchRow {
-		return []batchRow{{ref: ref, slots: p.cfg.Slots, delta: d}}
+	_, removed, err = p.RemoveOnceRows(db, ref, func(d int64) []XRow {
+		return []XRow{{Ref: ref, Slots: p.cfg.Slots, Delta: d}}
 	}, key)
 	return removed, err
 }
@@ -195,38 +195,38 @@ func onceArgs(delta int64, key string, opts []OnceOption) (onceOptions, error) {
 	return o, checkOnceKey(key)
 }
 
-// addOnce inserts the key and, only if it was new (or expired), adds rows:
+// AddOnceRows inserts the key and, only if it was new (or expired), adds rows:
 // coalesced with other writes outside a transaction (once_batch.go), in the
 // caller's transaction with the same statements inside one.
-func (p *Plugin) addOnce(db *gorm.DB, ref Ref, rows []batchRow, delta int64, key string, o onceOptions) (applied bool, err error) {
-	w := &onceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}}
+func (p *Plugin) AddOnceRows(db *gorm.DB, ref Ref, rows []XRow, delta int64, key string, o onceOptions) (applied bool, err error) {
+	w := &XOnceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}}
 	if ttl := o.expiry(p.cfg); ttl > 0 {
 		at := time.Now().UTC().Add(ttl)
 		w.row.ExpiresAt = &at
 	}
-	rows = dropZero(rows)
-	sortRows(rows)
+	rows = XDropZero(rows)
+	XSortRows(rows)
 	pool, inTx := p.sessions.Pool(db)
-	if c := p.coalescerFor(db, pool, inTx); c != nil {
-		err = p.coalesceRows(db, c, batchRow{}, rows, w)
+	if c := p.CoalescerFor(db, pool, inTx); c != nil {
+		err = p.CoalesceRows(db, c, XRow{}, rows, w)
 	} else {
 		err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
-			return p.applyOnces(tx, nil, []*waiter{{rows: rows, once: w}})
+			return p.ApplyOnces(tx, nil, []*waiter{{rows: rows, once: w}})
 		})
 	}
 	return p.onceDone(err == nil && w.applied, err)
 }
 
-// removeOnce deletes the key and subtracts its delta in one write transaction.
+// RemoveOnceRows deletes the key and subtracts its delta in one write transaction.
 // rowsFor gives the rows a delta of the counter touches (rowsOf).
-func (p *Plugin) removeOnce(db *gorm.DB, ref Ref, rowsFor func(delta int64) []batchRow, key string) (delta int64, removed bool, err error) {
-	w := &onceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key)}, rowsFor: rowsFor}
+func (p *Plugin) RemoveOnceRows(db *gorm.DB, ref Ref, rowsFor func(delta int64) []XRow, key string) (delta int64, removed bool, err error) {
+	w := &XOnceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key)}, rowsFor: rowsFor}
 	pool, inTx := p.sessions.Pool(db)
-	if c := p.coalescerFor(db, pool, inTx); c != nil {
-		err = p.coalesceRows(db, c, batchRow{}, nil, w)
+	if c := p.CoalescerFor(db, pool, inTx); c != nil {
+		err = p.CoalesceRows(db, c, XRow{}, nil, w)
 	} else {
 		err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
-			return p.applyOnces(tx, nil, []*waiter{{once: w}})
+			return p.ApplyOnces(tx, nil, []*waiter{{once: w}})
 		})
 	}
 	if err != nil || !w.applied {

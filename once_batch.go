@@ -33,12 +33,12 @@ import (
 // writes nothing, and its callers then write alone, each its own outcome.
 // Inside the caller's transaction the same statements run on its connection.
 
-// onceWrite is the key an AddOnce caller's rows are guarded by, and its outcome.
-type onceWrite struct {
+// XOnceWrite is the key an AddOnce caller's rows are guarded by, and its outcome.
+type XOnceWrite struct {
 	row onceRow
 	// rowsFor, set for RemoveOnce, gives the rows a delta touches: the key is
 	// deleted and rowsFor(-its delta) written. nil for AddOnce.
-	rowsFor func(delta int64) []batchRow
+	rowsFor func(delta int64) []XRow
 	applied bool // set by the batch that wrote it (RemoveOnce: row.Delta too), read by the caller after the batch's outcome
 }
 
@@ -64,11 +64,11 @@ func compareOnceKeys(a, b *waiter) int {
 		cmp.Compare(a.once.row.RecordID, b.once.row.RecordID), cmp.Compare(a.once.row.OpKey, b.once.row.OpKey))
 }
 
-// applyOnces writes, in tx, rows (other callers' row deltas, already summed
+// ApplyOnces writes, in tx, rows (other callers' row deltas, already summed
 // per counter) and the rows of every AddOnce caller in onces whose key is new
 // (or expired), marking those applied. Everything it writes is computed from
 // what it reads in tx, so a retried transaction starts over.
-func (p *Plugin) applyOnces(tx *gorm.DB, rows []batchRow, onces []*waiter) error {
+func (p *Plugin) ApplyOnces(tx *gorm.DB, rows []XRow, onces []*waiter) error {
 	var adds, removes []*waiter
 	for _, o := range onces {
 		o.once.applied = false
@@ -113,34 +113,34 @@ func (p *Plugin) applyOnces(tx *gorm.DB, rows []batchRow, onces []*waiter) error
 			}
 		}
 	}
-	all, err := sumRows(all)
+	all, err := XSumRows(all)
 	if err != nil {
 		return err
 	}
 	if len(all) == 0 {
 		return nil
 	}
-	return p.upsertRows(tx, tx.Statement.ConnPool, session.Context(tx), true, all)
+	return p.UpsertRows(tx, tx.Statement.ConnPool, session.Context(tx), true, all)
 }
 
-// sumRows sorts rows by key and sums the rows of one counter (ErrOverflow
+// XSumRows sorts rows by key and sums the rows of one counter (ErrOverflow
 // when a sum leaves int64: the batch is undone and its callers write alone).
-func sumRows(rows []batchRow) ([]batchRow, error) {
-	rows = dropZero(rows)
-	sortRows(rows)
+func XSumRows(rows []XRow) ([]XRow, error) {
+	rows = XDropZero(rows)
+	XSortRows(rows)
 	out := rows[:0]
 	for _, r := range rows {
-		if n := len(out); n > 0 && out[n-1].ref == r.ref {
-			sum, ok := mergeDelta(out[n-1].delta, r.delta)
+		if n := len(out); n > 0 && out[n-1].Ref == r.Ref {
+			sum, ok := XMergeDelta(out[n-1].Delta, r.Delta)
 			if !ok {
 				return nil, ErrOverflow
 			}
-			out[n-1].delta, out[n-1].slots = sum, min(out[n-1].slots, r.slots)
+			out[n-1].Delta, out[n-1].Slots = sum, min(out[n-1].Slots, r.Slots)
 			continue
 		}
 		out = append(out, r)
 	}
-	return dropZero(out), nil
+	return XDropZero(out), nil
 }
 
 // insertKeys inserts the keys (sorted, distinct) with one statement that

@@ -23,13 +23,13 @@ import (
 // onceTx writes a batch of once callers and the other callers' rows (summed)
 // in one transaction on db (whose context is ctx), through a marker when the
 // coalescer's statements carry one.
-func (c *coalescer) onceTx(db *gorm.DB, ctx context.Context, rows []batchRow, onces []*waiter) error {
+func (c *coalescer) onceTx(db *gorm.DB, ctx context.Context, rows []XRow, onces []*waiter) error {
 	if !c.marked() {
-		return c.p.sessions.WriteTx(db, func(tx *gorm.DB) error { return c.p.applyOnces(tx, rows, onces) })
+		return c.p.sessions.WriteTx(db, func(tx *gorm.DB) error { return c.p.ApplyOnces(tx, rows, onces) })
 	}
 	m := c.marker(db, ctx)
 	withMarker := append(slices.Clip(rows), m.row()) // applyOnces clones and sums: written in its upsert
-	err := c.p.sessions.WriteTx(db, func(tx *gorm.DB) error { return c.p.applyOnces(tx, withMarker, onces) })
+	err := c.p.sessions.WriteTx(db, func(tx *gorm.DB) error { return c.p.ApplyOnces(tx, withMarker, onces) })
 	err = c.p.settled(db, ctx, m, err, false, c)
 	c.release(db, ctx, m, err)
 	return err

@@ -43,7 +43,7 @@ type marker struct {
 }
 
 // row is the marker's +1, to be written by the statement it settles.
-func (m *marker) row() batchRow { return batchRow{ref: m.ref, slots: 1, delta: 1} }
+func (m *marker) row() XRow { return XRow{Ref: m.ref, Slots: 1, Delta: 1} }
 
 // definite reports whether err, a statement's error, says for sure that the
 // statement did not commit: the server refused it (overflow, a lock conflict
@@ -54,12 +54,12 @@ func definite(err error) bool {
 	return errors.Is(err, ErrOverflow) || ConflictOf(err) != NoConflict
 }
 
-// errUnsettled: the marker could not be read, so whether the statement
+// XErrUnsettled: the marker could not be read, so whether the statement
 // committed is unknown for now.
-var errUnsettled = errors.New("slotted: outcome unknown: the statement's connection failed and its outcome marker could not be read")
+var XErrUnsettled = errors.New("slotted: outcome unknown: the statement's connection failed and its outcome marker could not be read")
 
-// markerWait bounds the reads that settle one statement's outcome.
-const markerWait = 10 * time.Second
+// XMarkerWait bounds the reads that settle one statement's outcome.
+const XMarkerWait = 10 * time.Second
 
 // settle reports whether the statement written through m committed, after it
 // returned err. landed=true moves m on. It reads the marker on db's primary
@@ -87,7 +87,7 @@ func (p *Plugin) settle(db *gorm.DB, ctx context.Context, m *marker, wait time.D
 		}
 		select {
 		case <-rctx.Done():
-			return false, fmt.Errorf("%w: %w", errUnsettled, err)
+			return false, fmt.Errorf("%w: %w", XErrUnsettled, err)
 		case <-time.After(min(time.Duration(attempt+1)*50*time.Millisecond, time.Second)):
 		}
 	}
@@ -113,31 +113,31 @@ func (p *Plugin) markerCount(db *gorm.DB, ref Ref) (int64, error) {
 	return counts[0], nil
 }
 
-// dropMarker deletes a marker's row (its owner is done with it).
-func (p *Plugin) dropMarker(db *gorm.DB, ref Ref) error {
+// DropMarker deletes a marker's row (its owner is done with it).
+func (p *Plugin) DropMarker(db *gorm.DB, ref Ref) error {
 	return session.Primary(db, p.cfg.Table).Table(p.cfg.Table).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: ref.Type}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: ref.ID}).
 		Delete(&SlottedCounter{}).Error
 }
 
-// upsertMarked writes rows (sorted, distinct counters; with the marker's row a
+// UpsertMarked writes rows (sorted, distinct counters; with the marker's row a
 // shape) and the marker's +1 in one statement, retried on lock conflicts, and
 // settles an error that leaves the outcome open: nil when the statement
 // committed, its error when it did not, errUnsettled (wrapped) when the
 // marker could not be read.
-func (p *Plugin) upsertMarked(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []batchRow) error {
+func (p *Plugin) UpsertMarked(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []XRow) error {
 	return p.upsertMarkedAt(db, pool, ctx, m, rows, true, nil)
 }
 
 // upsertMarkedAt is upsertMarked; settleContext false leaves a statement cut
 // short by ctx unsettled (its ctx error returned): its caller left. A
 // coalescer's statement (c) lends its slot while its outcome is looked up.
-func (p *Plugin) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []batchRow, settleContext bool, c *coalescer) error {
-	all := make([]batchRow, 0, len(rows)+1)
+func (p *Plugin) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []XRow, settleContext bool, c *coalescer) error {
+	all := make([]XRow, 0, len(rows)+1)
 	all = append(append(all, rows...), m.row())
-	sortRows(all)
-	return p.settled(db, ctx, m, p.upsertRows(db, pool, ctx, false, all), settleContext, c)
+	XSortRows(all)
+	return p.settled(db, ctx, m, p.UpsertRows(db, pool, ctx, false, all), settleContext, c)
 }
 
 // settled turns the error of a statement or transaction written through m
@@ -156,7 +156,7 @@ func (p *Plugin) settled(db *gorm.DB, ctx context.Context, m *marker, err error,
 	if c != nil {
 		defer c.lend()()
 	}
-	landed, serr := p.settle(db, ctx, m, markerWait)
+	landed, serr := p.settle(db, ctx, m, XMarkerWait)
 	switch {
 	case serr != nil:
 		return fmt.Errorf("%w (the statement failed with: %w)", serr, err)
@@ -177,23 +177,23 @@ func (c *coalescer) release(db *gorm.DB, ctx context.Context, m *marker, err err
 	switch {
 	case err == nil, definite(err):
 		c.markers.put(m)
-	case ctx.Err() != nil && !errors.Is(err, errUnsettled):
+	case ctx.Err() != nil && !errors.Is(err, XErrUnsettled):
 		p, ref := c.p, m.ref
-		time.AfterFunc(c.p.cfg.BatchTimeout+markerWait, func() {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markerWait)
+		time.AfterFunc(c.p.cfg.BatchTimeout+XMarkerWait, func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), XMarkerWait)
 			defer cancel()
-			_ = p.dropMarker(db.WithContext(rctx), ref)
+			_ = p.DropMarker(db.WithContext(rctx), ref)
 		})
-	case errors.Is(err, errUnsettled):
+	case errors.Is(err, XErrUnsettled):
 		// Its count is unknown: retired, its row left (one row).
 	default:
 		c.markers.put(m) // settled: not landed, count known
 	}
 }
 
-// markedShape is how many counter rows go with a marker's row in one
+// XMarkedShape is how many counter rows go with a marker's row in one
 // statement for n pending rows (n >= 1): a shape less one.
-func markedShape(n int) int { return shapeFloor(min(n+1, maxBatchRows)) - 1 }
+func XMarkedShape(n int) int { return XShapeFloor(min(n+1, XMaxBatchRows)) - 1 }
 
 // ErrOutcomeUnknown: a write's statement failed in a way that leaves its
 // outcome open (its connection broke), and its outcome marker could not be
@@ -201,7 +201,7 @@ func markedShape(n int) int { return shapeFloor(min(n+1, maxBatchRows)) - 1 }
 // past the caller's deadline): the write may or may not have been counted.
 // It is the only error besides a context's that leaves a write's outcome
 // open (docs/outcomes.md).
-var ErrOutcomeUnknown = errUnsettled
+var ErrOutcomeUnknown = XErrUnsettled
 
 // markerPool holds a coalescer's markers between statements: one per
 // statement in flight, reused, so their rows stay as many as MaxInFlight.
@@ -250,9 +250,9 @@ func (c *coalescer) rowBudget() int {
 // that with the marker's row they make a statement shape.
 func (c *coalescer) shapeFor(n int) int {
 	if !c.marked() {
-		return shapeFloor(min(n, maxBatchRows))
+		return XShapeFloor(min(n, XMaxBatchRows))
 	}
-	return markedShape(n)
+	return XMarkedShape(n)
 }
 
 // upsert is every coalesced statement: rows (sorted, distinct counters), or
@@ -261,15 +261,15 @@ func (c *coalescer) shapeFor(n int) int {
 // committed, its error when it did not. A statement cut short by its context
 // is not settled, as its caller left: its marker is retired (its count is
 // unknown now) and its row deleted once the statement cannot be running.
-func (c *coalescer) upsert(db *gorm.DB, ctx context.Context, rows []batchRow, one batchRow) error {
+func (c *coalescer) upsert(db *gorm.DB, ctx context.Context, rows []XRow, one XRow) error {
 	if !c.marked() {
 		if rows == nil {
-			return c.p.upsertOne(db, c.key.pool, false, one.ref.Type, one.ref.ID, one.slots, one.delta)
+			return c.p.UpsertOne(db, c.key.pool, false, one.Ref.Type, one.Ref.ID, one.Slots, one.Delta)
 		}
-		return c.p.upsertRows(db, c.key.pool, ctx, false, rows)
+		return c.p.UpsertRows(db, c.key.pool, ctx, false, rows)
 	}
 	if rows == nil {
-		rows = []batchRow{one}
+		rows = []XRow{one}
 	}
 	m := c.marker(db, ctx)
 	err := c.p.upsertMarkedAt(db, c.key.pool, ctx, m, rows, false, c)

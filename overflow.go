@@ -30,10 +30,10 @@ import (
 //	          int64 arrives as text (total.Scan); SQLite's SUM raises "integer
 //	          overflow". Both are ErrOverflow.
 
-// overflowed wraps a database's integer-overflow error in ErrOverflow and
+// XOverflowed wraps a database's integer-overflow error in ErrOverflow and
 // returns any other error as it is. Only the plugin's own statements go
 // through it, so the codes cannot come from anything else.
-func overflowed(err error) error {
+func XOverflowed(err error) error {
 	if err == nil || errors.Is(err, ErrOverflow) || !isOverflow(err) {
 		return err
 	}
@@ -53,11 +53,11 @@ func isOverflow(err error) bool {
 	return strings.Contains(err.Error(), "integer overflow") // SQLite's SUM, and addExpr's check
 }
 
-// sumExact adds counts as if with unbounded integers: ok is false when the
+// XSumExact adds counts as if with unbounded integers: ok is false when the
 // total does not fit in int64. A running sum may wrap on the way (MaxInt64,
 // 5, -10 totals MaxInt64-5): carry counts the wraps, and the total fits
 // exactly when they cancel out.
-func sumExact(rows []SlottedCounter) (sum int64, ok bool) {
+func XSumExact(rows []SlottedCounter) (sum int64, ok bool) {
 	var carry int
 	for _, r := range rows {
 		next := sum + r.Count
@@ -72,15 +72,15 @@ func sumExact(rows []SlottedCounter) (sum int64, ok bool) {
 	return sum, carry == 0
 }
 
-// total scans a SUM of bigint counts: an integer on SQLite, DECIMAL text on
-// MySQL/MariaDB, numeric text on PostgreSQL. A total past int64 is ErrOverflow,
+// XTotal scans a SUM of bigint counts: an integer on SQLite, DECIMAL text on
+// MySQL/MariaDB, numeric text on PostgreSQL. A XTotal past int64 is ErrOverflow,
 // not a driver's conversion error.
-type total int64
+type XTotal int64
 
-func (t *total) Scan(src any) error {
+func (t *XTotal) Scan(src any) error {
 	switch v := src.(type) {
 	case int64:
-		*t = total(v)
+		*t = XTotal(v)
 	case nil:
 		*t = 0
 	case []byte:
@@ -91,18 +91,18 @@ func (t *total) Scan(src any) error {
 		if v != math.Trunc(v) || v < math.MinInt64 || v >= math.MaxInt64 {
 			return fmt.Errorf("%w: total %g", ErrOverflow, v)
 		}
-		*t = total(v)
+		*t = XTotal(v)
 	default:
 		return fmt.Errorf("slotted: unexpected %T for a total", src)
 	}
 	return nil
 }
 
-func (t *total) parse(s string) error {
+func (t *XTotal) parse(s string) error {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if errors.Is(err, strconv.ErrRange) {
 		return fmt.Errorf("%w: total %s", ErrOverflow, s)
 	}
-	*t = total(n)
+	*t = XTotal(n)
 	return err
 }

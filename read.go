@@ -56,16 +56,16 @@ func (p *Plugin) sum(db *gorm.DB, recordType, recordID string) (int64, error) {
 		return 0, ErrDryRun
 	}
 	if err != nil {
-		return 0, overflowed(err)
+		return 0, XOverflowed(err)
 	}
 	defer rows.Close()
-	var n total
+	var n XTotal
 	if rows.Next() {
 		if err := rows.Scan(&n); err != nil {
 			return 0, err
 		}
 	}
-	return int64(n), overflowed(rows.Err())
+	return int64(n), XOverflowed(rows.Err())
 }
 
 // Load fills counter fields of models with one query per 1000 records (not
@@ -138,16 +138,16 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 		return ErrDryRun
 	}
 	if err != nil {
-		return overflowed(err)
+		return XOverflowed(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var typ, id string
-		var n total
+		var n XTotal
 		if err := rows.Scan(&typ, &id, &n); err != nil {
 			return err
 		}
 		into[[2]string{typ, id}] = int64(n)
 	}
-	return overflowed(rows.Err())
+	return XOverflowed(rows.Err())
 }

@@ -59,27 +59,27 @@ func AddRef(db *gorm.DB, ref Ref, delta int64) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	return p.add(db, ref.Type, ref.ID, ref.SlotsOr(p.cfg.Slots), delta)
+	return p.AddOne(db, ref.Type, ref.ID, ref.SlotsOr(p.cfg.Slots), delta)
 }
 
-// add writes delta to a counter: through the coalescer (coalesce.go) outside
+// AddOne writes delta to a counter: through the coalescer (coalesce.go) outside
 // a transaction, else directly.
-func (p *Plugin) add(db *gorm.DB, recordType, recordID string, slots int, delta int64) error {
+func (p *Plugin) AddOne(db *gorm.DB, recordType, recordID string, slots int, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
 	pool, inTx := p.sessions.Pool(db)
-	if c := p.coalescerFor(db, pool, inTx); c != nil {
-		return p.coalesce(db, c, Ref{Type: recordType, ID: recordID}, slots, delta)
+	if c := p.CoalescerFor(db, pool, inTx); c != nil {
+		return p.Coalesce(db, c, Ref{Type: recordType, ID: recordID}, slots, delta)
 	}
-	return p.upsertOne(db, pool, inTx, recordType, recordID, slots, delta)
+	return p.UpsertOne(db, pool, inTx, recordType, recordID, slots, delta)
 }
 
-// upsertOne runs the upsert. It is the hot path: no reflection, no statement
+// UpsertOne runs the upsert. It is the hot path: no reflection, no statement
 // building, no parsing of the SQL; one statement allocation per attempt.
-func (p *Plugin) upsertOne(db *gorm.DB, pool gorm.ConnPool, inTx bool, recordType, recordID string, slots int, delta int64) error {
+func (p *Plugin) UpsertOne(db *gorm.DB, pool gorm.ConnPool, inTx bool, recordType, recordID string, slots int, delta int64) error {
 	ctx := session.Context(db)
-	return overflowed(p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error {
+	return XOverflowed(p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error {
 		// A fresh slot on each attempt: the one that conflicted is the hottest.
 		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
 		return execRendered(db, pool, ctx, p.sql.upsert, vals).Error

@@ -101,7 +101,7 @@ type Buffer struct {
 
 // bufDoubt is a flush statement's rows whose outcome the marker has not told yet.
 type bufDoubt struct {
-	rows   []batchRow
+	rows   []XRow
 	writes []int64
 }
 
@@ -165,8 +165,8 @@ func (b *Buffer) Add(model any, counter string, delta int64) error {
 		return nil
 	}
 	// The bucket is the one holding this instant, however late the flush.
-	var rows [2]batchRow
-	if err := b.add(rowsOf(rows[:0], c, id, delta, b.p.cfg.Now())); err != nil {
+	var rows [2]XRow
+	if err := b.add(XRowsOf(rows[:0], c, id, delta, b.p.cfg.Now())); err != nil {
 		return err
 	}
 	c.Add(v, delta)
@@ -181,12 +181,12 @@ func (b *Buffer) AddRef(ref Ref, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	return b.add([]batchRow{{ref: ref, slots: b.p.cfg.Slots, delta: delta}})
+	return b.add([]XRow{{Ref: ref, Slots: b.p.cfg.Slots, Delta: delta}})
 }
 
 // add takes one write's rows (distinct counters), all or none. The write is
 // counted once, on its first row (the total's).
-func (b *Buffer) add(rows []batchRow) error {
+func (b *Buffer) add(rows []XRow) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -194,11 +194,11 @@ func (b *Buffer) add(rows []batchRow) error {
 	}
 	fresh := 0
 	for _, r := range rows {
-		if e, ok := b.pending[r.ref]; ok {
-			if _, ok := mergeDelta(e.delta, r.delta); !ok {
-				return fmt.Errorf("%w: counter %s/%s; Flush first", ErrDeltaOverflow, r.ref.Type, r.ref.ID)
+		if e, ok := b.pending[r.Ref]; ok {
+			if _, ok := XMergeDelta(e.delta, r.Delta); !ok {
+				return fmt.Errorf("%w: counter %s/%s; Flush first", ErrDeltaOverflow, r.Ref.Type, r.Ref.ID)
 			}
-		} else if _, flushing := b.inflight.refs[r.ref]; !flushing {
+		} else if _, flushing := b.inflight.refs[r.Ref]; !flushing {
 			fresh++
 		}
 	}
@@ -207,16 +207,16 @@ func (b *Buffer) add(rows []batchRow) error {
 		return fmt.Errorf("%w: %d counters pending", ErrBufferFull, held)
 	}
 	for i, r := range rows {
-		e, ok := b.pending[r.ref]
+		e, ok := b.pending[r.Ref]
 		if !ok {
-			e = &bufEntry{ref: r.ref, slots: r.slots}
-			b.pending[r.ref] = e
-			if _, flushing := b.inflight.refs[r.ref]; flushing {
+			e = &bufEntry{ref: r.Ref, slots: r.Slots}
+			b.pending[r.Ref] = e
+			if _, flushing := b.inflight.refs[r.Ref]; flushing {
 				b.inflight.overlap++
 			}
 		}
-		e.delta += r.delta // checked above
-		e.slots = min(e.slots, r.slots)
+		e.delta += r.Delta // checked above
+		e.slots = min(e.slots, r.Slots)
 		if i == 0 {
 			e.writes++
 		}
@@ -274,21 +274,21 @@ func (b *Buffer) Flush(ctx context.Context) error {
 	}
 	b.renewMarker(ctx) // nothing in doubt: no statement is left to read the old one (marker_prune.go)
 	b.mu.Lock()
-	rows := make([]batchRow, 0, len(b.pending)+len(b.carry))
+	rows := make([]XRow, 0, len(b.pending)+len(b.carry))
 	var writes []int64
 	for _, e := range b.pending {
-		rows = append(rows, batchRow{ref: e.ref, slots: e.slots, delta: e.delta})
+		rows = append(rows, XRow{Ref: e.ref, Slots: e.slots, Delta: e.delta})
 	}
-	sortRows(rows)
+	XSortRows(rows)
 	writes = make([]int64, 0, len(rows)+len(b.carry))
 	for _, r := range rows {
-		writes = append(writes, b.pending[r.ref].writes)
+		writes = append(writes, b.pending[r.Ref].writes)
 	}
 	carry := b.carry // each carried row goes alone: its counter may be in rows too
 	b.pending, b.carry = map[Ref]*bufEntry{}, nil
 	b.inflight.refs = make(map[Ref]struct{}, len(rows)+len(carry))
 	for _, r := range rows {
-		b.inflight.refs[r.ref] = struct{}{}
+		b.inflight.refs[r.Ref] = struct{}{}
 	}
 	for _, e := range carry {
 		b.inflight.refs[e.ref] = struct{}{}
@@ -312,12 +312,12 @@ func (b *Buffer) Flush(ctx context.Context) error {
 			}
 		}()
 		for err == nil && done < len(rows) {
-			n := markedShape(len(rows) - done)
-			switch err = b.p.upsertMarked(db, pool, ctx, b.marker, rows[done:done+n]); {
+			n := XMarkedShape(len(rows) - done)
+			switch err = b.p.UpsertMarked(db, pool, ctx, b.marker, rows[done:done+n]); {
 			case err == nil:
 				b.wrote(n, writes[done:done+n]...)
 				done += n
-			case errors.Is(err, errUnsettled):
+			case errors.Is(err, XErrUnsettled):
 				b.held_(rows[done:done+n], writes[done:done+n])
 				done += n
 			case errors.Is(err, ErrOverflow):
@@ -327,14 +327,14 @@ func (b *Buffer) Flush(ctx context.Context) error {
 				for end := done + n; err == nil && done < end; done++ {
 					err = b.writeOne(db, pool, ctx, rows[done], writes[done], &overflows)
 				}
-				if err != nil && !errors.Is(err, errUnsettled) {
+				if err != nil && !errors.Is(err, XErrUnsettled) {
 					done-- // the row that failed goes back
 				}
 			}
 		}
 		for err == nil && kept < len(carry) {
 			e := carry[kept]
-			if err = b.writeOne(db, pool, ctx, batchRow{ref: e.ref, slots: e.slots, delta: e.delta}, e.writes, &overflows); err == nil {
+			if err = b.writeOne(db, pool, ctx, XRow{Ref: e.ref, Slots: e.slots, Delta: e.delta}, e.writes, &overflows); err == nil {
 				kept++
 			}
 		}
@@ -354,7 +354,7 @@ func (b *Buffer) Flush(ctx context.Context) error {
 		return refused
 	}
 	for i := done; i < len(rows); i++ {
-		b.putBack(bufEntry{ref: rows[i].ref, slots: rows[i].slots, delta: rows[i].delta, writes: writes[i]})
+		b.putBack(bufEntry{ref: rows[i].Ref, slots: rows[i].Slots, delta: rows[i].Delta, writes: writes[i]})
 	}
 	for _, e := range carry[kept:] {
 		b.putBack(e)
@@ -368,19 +368,19 @@ func (b *Buffer) Flush(ctx context.Context) error {
 // counter past int64 is refused, as Add refuses it: reported with ErrOverflow
 // and dropped, since retrying it can only fail again and it would hold back
 // every counter flushed with it.
-func (b *Buffer) writeOne(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, row batchRow, writes int64, overflows *[]error) error {
-	err := b.p.upsertMarked(db, pool, ctx, b.marker, []batchRow{row})
+func (b *Buffer) writeOne(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, row XRow, writes int64, overflows *[]error) error {
+	err := b.p.UpsertMarked(db, pool, ctx, b.marker, []XRow{row})
 	switch {
 	case err == nil:
 		b.wrote(1, writes)
-	case errors.Is(err, errUnsettled):
-		b.held_([]batchRow{row}, []int64{writes})
+	case errors.Is(err, XErrUnsettled):
+		b.held_([]XRow{row}, []int64{writes})
 	case errors.Is(err, ErrOverflow):
 		b.overflowed.Add(uint64(writes))
 		b.mu.Lock()
 		b.inflight.writes -= writes
 		b.mu.Unlock()
-		*overflows = append(*overflows, fmt.Errorf("slotted: write-behind: %+d to %s/%s from %d Add calls refused: %w", row.delta, row.ref.Type, row.ref.ID, writes, err))
+		*overflows = append(*overflows, fmt.Errorf("slotted: write-behind: %+d to %s/%s from %d Add calls refused: %w", row.Delta, row.Ref.Type, row.Ref.ID, writes, err))
 		return nil
 	}
 	return err
@@ -393,7 +393,7 @@ func (b *Buffer) putBack(e bufEntry) {
 		b.pending[e.ref] = &e
 		return
 	}
-	if sum, ok := mergeDelta(cur.delta, e.delta); ok {
+	if sum, ok := XMergeDelta(cur.delta, e.delta); ok {
 		cur.delta, cur.writes, cur.slots = sum, cur.writes+e.writes, min(cur.slots, e.slots)
 		return
 	}
@@ -439,7 +439,7 @@ func (b *Buffer) retire(ctx context.Context) {
 		return
 	}
 	for attempt := 0; attempt < 3; attempt++ { // a pooled connection may be dead: the next one is not
-		if b.p.dropMarker(b.db.WithContext(ctx), b.marker.ref) == nil {
+		if b.p.DropMarker(b.db.WithContext(ctx), b.marker.ref) == nil {
 			b.mu.Lock()
 			b.markerGone = true
 			b.mu.Unlock()
@@ -474,7 +474,7 @@ func (b *Buffer) Stats() BufferStats {
 // held_ keeps a flush statement's rows whose outcome its marker could not
 // tell yet (under flushing): they are neither pending (retrying them could
 // count them twice) nor written (they may not be).
-func (b *Buffer) held_(rows []batchRow, writes []int64) {
+func (b *Buffer) held_(rows []XRow, writes []int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.doubt = append(b.doubt, bufDoubt{rows: slices.Clone(rows), writes: slices.Clone(writes)})
@@ -489,7 +489,7 @@ func (b *Buffer) settleDoubt(ctx context.Context) error {
 		return nil
 	}
 	d := b.doubt[len(b.doubt)-1]
-	landed, err := b.p.settle(b.db.WithContext(ctx), ctx, b.marker, markerWait)
+	landed, err := b.p.settle(b.db.WithContext(ctx), ctx, b.marker, XMarkerWait)
 	if err != nil {
 		b.mu.Lock()
 		b.lastErr = fmt.Errorf("slotted: write-behind flush: %w", err)
@@ -501,7 +501,7 @@ func (b *Buffer) settleDoubt(ctx context.Context) error {
 	b.doubt = nil
 	if !landed {
 		for i, r := range d.rows {
-			b.putBack(bufEntry{ref: r.ref, slots: r.slots, delta: r.delta, writes: d.writes[i]})
+			b.putBack(bufEntry{ref: r.Ref, slots: r.Slots, delta: r.Delta, writes: d.writes[i]})
 		}
 	}
 	b.mu.Unlock()

@@ -25,43 +25,43 @@ import (
 // A write's rows are atomic: one statement when they fit a shape, else one
 // transaction (upsertRows), in or out of a batch of other callers' writes.
 
-// rowsOf appends the rows a write of delta to counter c of record id touches
+// XRowsOf appends the rows a write of delta to counter c of record id touches
 // at instant at: the total row, and the bucket holding at for a bucketed
 // counter.
-func rowsOf(dst []batchRow, c *meta.Counter, id string, delta int64, at time.Time) []batchRow {
-	dst = append(dst, batchRow{ref: Ref{Type: c.RecordType, ID: id}, slots: c.Slots, delta: delta})
+func XRowsOf(dst []XRow, c *meta.Counter, id string, delta int64, at time.Time) []XRow {
+	dst = append(dst, XRow{Ref: Ref{Type: c.RecordType, ID: id}, Slots: c.Slots, Delta: delta})
 	if c.Bucket != nil {
-		dst = append(dst, batchRow{ref: Ref{Type: bucketing.Type(c.RecordType, c.Bucket.Of(at).Label), ID: id}, slots: c.Slots, delta: delta})
+		dst = append(dst, XRow{Ref: Ref{Type: bucketing.Type(c.RecordType, c.Bucket.Of(at).Label), ID: id}, Slots: c.Slots, Delta: delta})
 	}
 	return dst
 }
 
-// writeDeltas writes rows (each counter at most once; zero deltas allowed)
+// WriteDeltas writes rows (each counter at most once; zero deltas allowed)
 // all or none, coalesced outside a transaction.
-func (p *Plugin) writeDeltas(db *gorm.DB, rows []batchRow) error {
-	rows = dropZero(rows)
+func (p *Plugin) WriteDeltas(db *gorm.DB, rows []XRow) error {
+	rows = XDropZero(rows)
 	switch len(rows) {
 	case 0:
 		return nil
 	case 1:
 		r := rows[0]
-		return p.add(db, r.ref.Type, r.ref.ID, r.slots, r.delta)
+		return p.AddOne(db, r.Ref.Type, r.Ref.ID, r.Slots, r.Delta)
 	}
-	sortRows(rows)
+	XSortRows(rows)
 	pool, inTx := p.sessions.Pool(db)
-	if c := p.coalescerFor(db, pool, inTx); c != nil {
-		return p.coalesceRows(db, c, batchRow{}, rows, nil)
+	if c := p.CoalescerFor(db, pool, inTx); c != nil {
+		return p.CoalesceRows(db, c, XRow{}, rows, nil)
 	}
-	return p.upsertRows(db, pool, session.Context(db), inTx, rows)
+	return p.UpsertRows(db, pool, session.Context(db), inTx, rows)
 }
 
-// dropZero removes rows that add nothing, in place.
-func dropZero(rows []batchRow) []batchRow {
+// XDropZero removes rows that add nothing, in place.
+func XDropZero(rows []XRow) []XRow {
 	for i, r := range rows {
-		if r.delta == 0 {
+		if r.Delta == 0 {
 			out := rows[:i]
 			for _, r := range rows[i+1:] {
-				if r.delta != 0 {
+				if r.Delta != 0 {
 					out = append(out, r)
 				}
 			}
