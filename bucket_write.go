@@ -4,6 +4,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // writeCounter adds delta to counter c of record id: the hot path's entry for
@@ -20,10 +22,10 @@ import (
 // once, here: a retried write stays in its bucket.
 func (p *Plugin) writeCounter(db *gorm.DB, c *meta.Counter, id string, delta int64) error {
 	if c.Bucket == nil {
-		return p.AddOne(db, c.RecordType, id, c.Slots, delta)
+		return p.writes.AddOne(db, c.RecordType, id, c.Slots, delta)
 	}
 	if delta == 0 {
 		return nil
 	}
-	return p.WriteDeltas(db, XRowsOf(make([]XRow, 0, 2), c, id, delta, p.cfg.Now()))
+	return p.writes.WriteDeltas(db, write.RowsOf(make([]write.Row, 0, 2), c, id, delta, p.cfg.Now()))
 }

@@ -17,6 +17,9 @@ import (
 	"github.com/slotted-go/slotted/internal/bucketing"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/tables"
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // ErrDeltaOverflow: deltas summed for one counter (the same counter named twice
@@ -66,7 +69,7 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 			moves = append(moves, move{c, d})
 			continue
 		}
-		sum, ok := XMergeDelta(moves[i].delta, d)
+		sum, ok := write.MergeDelta(moves[i].delta, d)
 		if !ok {
 			return fmt.Errorf("%w: counter %q", ErrDeltaOverflow, c.Name)
 		}
@@ -78,11 +81,11 @@ func AddEach(db *gorm.DB, model any, deltas map[string]int64) error {
 		}
 	}
 	now := p.cfg.Now()
-	rows := make([]XRow, 0, len(moves))
+	rows := make([]write.Row, 0, len(moves))
 	for _, m := range moves {
-		rows = XRowsOf(rows, m.c, id, m.delta, now)
+		rows = write.RowsOf(rows, m.c, id, m.delta, now)
 	}
-	if err := p.WriteDeltas(db, rows); err != nil {
+	if err := p.writes.WriteDeltas(db, rows); err != nil {
 		return err
 	}
 	for _, m := range moves {
@@ -121,11 +124,11 @@ func AddMany(db *gorm.DB, models any, counter string, delta int64) error {
 		return err
 	}
 	now := p.cfg.Now()
-	rows := make([]XRow, 0, len(rs.IDs))
+	rows := make([]write.Row, 0, len(rs.IDs))
 	for _, id := range rs.IDs {
-		rows = XRowsOf(rows, c, id, delta, now)
+		rows = write.RowsOf(rows, c, id, delta, now)
 	}
-	if err := p.WriteDeltas(db, rows); err != nil {
+	if err := p.writes.WriteDeltas(db, rows); err != nil {
 		return err
 	}
 	for _, structs := range rs.ByID {
@@ -145,41 +148,16 @@ func AddRefs(db *gorm.DB, deltas map[Ref]int64) error {
 	if err != nil {
 		return err
 	}
-	rows := make([]XRow, 0, len(deltas))
+	rows := make([]write.Row, 0, len(deltas))
 	for ref, d := range deltas {
 		if err := ref.Validate(); err != nil {
 			return err
 		}
 		if d != 0 {
-			rows = append(rows, XRow{Ref: ref, Slots: p.cfg.Slots, Delta: d})
+			rows = append(rows, write.Row{Ref: ref, Slots: p.cfg.Slots, Delta: d})
 		}
 	}
-	return p.WriteDeltas(db, rows)
-}
-
-// UpsertRows writes rows (sorted by key, each counter once) with one statement
-// per shape: one statement when len(rows) is a shape. Outside a transaction a
-// single statement is retried on lock conflicts, and several run in a write
-// transaction retried as a whole, so the rows are written all or none.
-func (p *Plugin) UpsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, inTx bool, rows []XRow) error {
-	if XShapeFloor(min(len(rows), XMaxBatchRows)) == len(rows) {
-		return p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error { return p.ExecRows(db, pool, ctx, rows) })
-	}
-	run := func(tx *gorm.DB) error {
-		pool, ctx := tx.Statement.ConnPool, session.Context(tx)
-		for rest := rows; len(rest) > 0; {
-			n := XShapeFloor(min(len(rest), XMaxBatchRows))
-			if err := p.ExecRows(tx, pool, ctx, rest[:n]); err != nil {
-				return err
-			}
-			rest = rest[n:]
-		}
-		return nil
-	}
-	if inTx {
-		return run(db)
-	}
-	return p.sessions.WriteTx(db.WithContext(ctx), run)
+	return p.writes.WriteDeltas(db, rows)
 }
 
 // AddWhere adds delta to one counter of every record the query selects, with
@@ -248,7 +226,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 		if res.Error == nil && res.DryRun {
 			return ErrDryRun // rendered and logged, not run
 		}
-		return XOverflowed(res.Error)
+		return tables.Overflowed(res.Error)
 	}
 	pool, inTx := p.sessions.Pool(db)
 	ctx := session.Context(db)

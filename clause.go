@@ -1,7 +1,6 @@
 package slotted
 
 import (
-	"context"
 	"fmt"
 	"iter"
 
@@ -10,7 +9,8 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/slotted-go/slotted/internal/dialect"
-	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // statements are the plugin's hot statements, rendered once per *gorm.DB by
@@ -31,20 +31,10 @@ import (
 //	ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + ?
 type statements struct {
 	upsert     string
-	upsertArgs []arg // which value goes to each placeholder, in order
+	upsertArgs []write.Arg // which value goes to each placeholder, in order
 	sum        string
-	sumArgs    []arg
+	sumArgs    []write.Arg
 }
-
-// arg marks a placeholder while rendering; render records where each one landed.
-type arg int
-
-const (
-	argRecordType arg = iota
-	argRecordID
-	argSlot
-	argDelta
-)
 
 // Marker values: the rendered statement's Vars are matched back to these.
 const (
@@ -53,43 +43,6 @@ const (
 	markSlot  = int32(-1 << 30)
 	markDelta = int64(-1 << 40)
 )
-
-// args puts the call's values in placeholder order.
-func args(order []arg, recordType, recordID string, slot int, delta int64) []any {
-	return appendArgs(make([]any, 0, len(order)), order, recordType, recordID, slot, delta)
-}
-
-// appendArgs is args for one row of a multi-row statement.
-func appendArgs(dst []any, order []arg, recordType, recordID string, slot int, delta int64) []any {
-	for _, a := range order {
-		switch a {
-		case argRecordType:
-			dst = append(dst, recordType)
-		case argRecordID:
-			dst = append(dst, recordID)
-		case argSlot:
-			dst = append(dst, slot)
-		case argDelta:
-			dst = append(dst, delta)
-		}
-	}
-	return dst
-}
-
-// execRendered runs a statement rendered at Initialize (the upserts) through
-// gorm's Raw callbacks, so the caller's logger, tracing and dbresolver see
-// it, on pool and with the caller's routing: no statement building per call.
-func execRendered(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, query string, vals []any) *gorm.DB {
-	tx := &gorm.DB{Config: db.Config}
-	tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Vars: vals, Clauses: map[string]clause.Clause{}}
-	session.Inherit(tx.Statement, db.Statement, true)
-	tx.Statement.SQL.WriteString(query)
-	res := db.Callback().Raw().Execute(tx)
-	if res.Error == nil && res.DryRun {
-		res.Error = ErrDryRun // rendered and logged, not written: the model's field must not move
-	}
-	return res
-}
 
 // questionMarks wraps the dialect so rendered statements keep '?' placeholders:
 // db.Exec and db.Raw turn them into the dialect's own ($1, @p1, ...) per call.
@@ -150,18 +103,18 @@ func setClause(value int64) clause.OnConflict {
 }
 
 // argOrder maps the rendered statement's Vars back to the values they stand for.
-func argOrder(vars []any) ([]arg, error) {
-	order := make([]arg, len(vars))
+func argOrder(vars []any) ([]write.Arg, error) {
+	order := make([]write.Arg, len(vars))
 	for i, v := range vars {
 		switch v {
 		case markType:
-			order[i] = argRecordType
+			order[i] = write.ArgRecordType
 		case markID:
-			order[i] = argRecordID
+			order[i] = write.ArgRecordID
 		case markSlot:
-			order[i] = argSlot
+			order[i] = write.ArgSlot
 		case markDelta:
-			order[i] = argDelta
+			order[i] = write.ArgDelta
 		default:
 			return nil, fmt.Errorf("slotted: dialect rendered an unexpected bind value %#v", v)
 		}
@@ -228,7 +181,7 @@ func runs[T any](xs []T, same func(a, b T) bool) iter.Seq[[]T] {
 // write and its outcome marker too, and the sum), in the form the driver
 // gets. A new fixed statement belongs here too.
 func (p *Plugin) ownStatement(query string) bool {
-	return query == p.sql.upsert || query == p.sumSQL() || p.BatchStatement(query)
+	return query == p.sql.upsert || query == p.sumSQL() || p.writes.BatchStatement(query)
 }
 
 // sumSQL is the sum as db.Raw hands it to the driver ($1 on PostgreSQL),
@@ -236,8 +189,40 @@ func (p *Plugin) ownStatement(query string) bool {
 func (p *Plugin) sumSQL() string {
 	p.sumOnce.Do(func() {
 		tx := p.db.Session(&gorm.Session{NewDB: true, DryRun: true, Logger: logger.Discard}).
-			Raw(p.sql.sum, args(p.sql.sumArgs, "", "", 0, 0)...)
+			Raw(p.sql.sum, write.Args(p.sql.sumArgs, "", "", 0, 0)...)
 		p.sumFinal = tx.Statement.SQL.String()
 	})
 	return p.sumFinal
+}
+
+func (p *Plugin) renderBatch(n int) (string, []write.Arg, error) {
+	tx := p.db.Session(&gorm.Session{NewDB: true, DryRun: true, SkipDefaultTransaction: true, SkipHooks: true, Logger: logger.Discard})
+	rows := make([]SlottedCounter, n)
+	for i := range rows {
+		rows[i] = SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta}
+	}
+	count := clause.Column{Name: "count"}
+	inserted := any(clause.Column{Table: "excluded", Name: "count"})
+	if p.dialect.ValuesFunc {
+		// The MySQL driver turns only a bare excluded column into VALUES(); inside an expression it must be written out.
+		inserted = clause.Expr{SQL: "VALUES(?)", Vars: []any{count}}
+	}
+	up := tx.Table(p.cfg.Table).Clauses(addClause(p.dialect, inserted)).Create(&rows)
+	if up.Error != nil {
+		return "", nil, fmt.Errorf("slotted: rendering a %d-row upsert: %w", n, up.Error)
+	}
+	order, err := argOrder(up.Statement.Vars)
+	if err != nil {
+		return "", nil, err
+	}
+	per := len(order) / n
+	if per*n != len(order) || per == 0 {
+		return "", nil, fmt.Errorf("slotted: a %d-row upsert rendered %d bind values", n, len(order))
+	}
+	for i := per; i < len(order); i++ {
+		if order[i] != order[i-per] {
+			return "", nil, fmt.Errorf("slotted: a %d-row upsert binds its rows in different orders", n)
+		}
+	}
+	return up.Statement.SQL.String(), order[:per], nil
 }

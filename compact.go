@@ -8,6 +8,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // Compact folds all slot rows of one counter into a single row, in one
@@ -173,7 +175,7 @@ func planCompaction(rows []SlottedCounter) (drop, keep []SlottedCounter, overflo
 		if len(group) < 2 {
 			continue
 		}
-		sum, ok := XSumExact(group)
+		sum, ok := tables.SumExact(group)
 		if !ok {
 			overflows++
 			continue

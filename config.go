@@ -9,14 +9,16 @@ import (
 
 	"github.com/slotted-go/slotted/internal/dialect"
 
-	"github.com/slotted-go/slotted/internal/rows"
+	"github.com/slotted-go/slotted/internal/tables"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 const (
 	// DefaultSlots is the number of slot rows a counter is spread over unless configured otherwise.
 	DefaultSlots = 100
 	// DefaultTable is the counter table's name unless configured otherwise.
-	DefaultTable = rows.DefaultTable
+	DefaultTable = tables.DefaultTable
 	// MaxSlots bounds Config.Slots and the `slots:` tag option. Reads sum every slot row, so far more
 	// slots than concurrent writers only make reads slower.
 	MaxSlots = errs.MaxSlots
@@ -205,8 +207,8 @@ func (c Config) withDefaults(galera bool) (Config, error) {
 	if c.MaxBatch == 0 {
 		c.MaxBatch = 128
 	}
-	if c.MaxBatch < 1 || c.MaxBatch > XMaxBatchRows {
-		return c, fmt.Errorf("%w: MaxBatch %d not in 1..%d", ErrInvalidConfig, c.MaxBatch, XMaxBatchRows)
+	if c.MaxBatch < 1 || c.MaxBatch > write.MaxBatchRows {
+		return c, fmt.Errorf("%w: MaxBatch %d not in 1..%d", ErrInvalidConfig, c.MaxBatch, write.MaxBatchRows)
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 1
@@ -265,3 +267,7 @@ func batchSize(n, def int, name string) (int, error) {
 	}
 	return n, nil
 }
+
+// MarkerType is the record type of the plugin's outcome markers (see
+// docs/outcomes.md); it is reserved: do not name a counter so.
+const MarkerType = write.MarkerType

@@ -6,6 +6,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // applyDeltas writes every parent's net change with one multi-row upsert (one
@@ -20,11 +22,11 @@ func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 	if err := p.propagate(db, d); err != nil {
 		return err
 	}
-	rows := make([]XRow, 0, len(d))
+	rows := make([]write.Row, 0, len(d))
 	for k, n := range d {
-		rows = append(rows, XRow{Ref: Ref{Type: k.c.counter.RecordType, ID: k.id}, Slots: k.c.counter.Slots, Delta: n})
+		rows = append(rows, write.Row{Ref: Ref{Type: k.c.counter.RecordType, ID: k.id}, Slots: k.c.counter.Slots, Delta: n})
 	}
-	rows, err := XSumRows(rows) // one row per parent counter, in key order; ErrOverflow
+	rows, err := write.SumRows(rows) // one row per parent counter, in key order; ErrOverflow
 	if err != nil || len(rows) == 0 {
 		return err
 	}
@@ -37,12 +39,12 @@ func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 // upsertDeltas runs writeDeltas, through session.TxPrepared when it can:
 // only the plugin's fixed upserts pass through it (a bounded set of
 // statements).
-func (p *Plugin) upsertDeltas(db *gorm.DB, rows []XRow) error {
+func (p *Plugin) upsertDeltas(db *gorm.DB, rows []write.Row) error {
 	if tx, ok := db.Statement.ConnPool.(*sql.Tx); ok && p.dialect.PreparedInTx && !p.cfg.DisablePrepared {
 		if sqlDB, err := db.DB(); err == nil {
 			db.Statement.ConnPool = session.TxPrepared{Tx: tx, Stmts: p.sessions.StmtPool(sqlDB)}
 			defer func() { db.Statement.ConnPool = tx }()
 		}
 	}
-	return p.WriteDeltas(db, rows)
+	return p.writes.WriteDeltas(db, rows)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/slotted-go/slotted/internal/meta"
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // Counter caches of parents with a composite primary key: the child's foreign
@@ -124,9 +126,9 @@ func (p *Plugin) countChildrenComposite(tx *gorm.DB, c *counterCache, keys []any
 			return err
 		}
 		if ok {
-			n, ok := XScaleDelta(n, c.weight)
+			n, ok := write.ScaleDelta(n, c.weight)
 			if ok {
-				n, ok = XMergeDelta(into[deltaKey{c, id}], n)
+				n, ok = write.MergeDelta(into[deltaKey{c, id}], n)
 			}
 			if !ok {
 				return ErrOverflow

@@ -11,6 +11,8 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // Images: what a child row counts, read from the database (readImages) or
@@ -212,12 +214,12 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 				return err
 			}
 		}
-		n, ok := XScaleDelta(amount, c.weight)
+		n, ok := write.ScaleDelta(amount, c.weight)
 		if ok && sign < 0 {
 			n, ok = -n, n != math.MinInt64
 		}
 		if ok {
-			n, ok = XMergeDelta(d[deltaKey{c, id}], n)
+			n, ok = write.MergeDelta(d[deltaKey{c, id}], n)
 		}
 		if !ok {
 			return ErrOverflow

@@ -13,6 +13,8 @@ import (
 
 	"github.com/slotted-go/slotted/internal/meta"
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // Multi-level counter caches (counter_culture's [:user, :company]): reviews
@@ -155,7 +157,7 @@ func (p *Plugin) propagate(db *gorm.DB, d deltas) error {
 			}
 		}
 		for k, n := range next {
-			sum, ok := XMergeDelta(d[k], n)
+			sum, ok := write.MergeDelta(d[k], n)
 			if !ok {
 				return ErrOverflow
 			}
@@ -318,7 +320,7 @@ func (p *Plugin) lockedTotals(db *gorm.DB, counters []*meta.Counter, ids []strin
 		}
 		for _, r := range got {
 			ref := Ref{Type: string(r.RecordType), ID: string(r.RecordID)}
-			sum, ok := XMergeDelta(totals[ref], r.Count)
+			sum, ok := write.MergeDelta(totals[ref], r.Count)
 			if !ok {
 				return nil, ErrOverflow
 			}
@@ -384,9 +386,9 @@ func (p *Plugin) countThrough(tx *gorm.DB, c *counterCache, keys []any, into del
 		if !ok {
 			continue
 		}
-		n, ok = XScaleDelta(n, weight)
+		n, ok = write.ScaleDelta(n, weight)
 		if ok {
-			n, ok = XMergeDelta(into[deltaKey{c, id}], n)
+			n, ok = write.MergeDelta(into[deltaKey{c, id}], n)
 		}
 		if !ok {
 			return ErrOverflow
@@ -429,7 +431,7 @@ func (p *Plugin) throughQuery(tx *gorm.DB, c *counterCache, filter func(clause.C
 			return nil, 0, err
 		}
 		var ok bool
-		if weight, ok = XScaleDelta(weight, w); !ok {
+		if weight, ok = write.ScaleDelta(weight, w); !ok {
 			return nil, 0, ErrOverflow
 		}
 		alias := fmt.Sprintf("slotted_l%d", depth)

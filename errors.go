@@ -35,3 +35,11 @@ var (
 // a window needs them, a sort direction other than ASC or DESC, a comparison operator, an N below 1, a
 // Ref.Slots outside 0..MaxSlots, or a listing's page options or cursor (List, Trending).
 var ErrInvalidArgument = errs.ErrInvalidArgument
+
+// ErrOutcomeUnknown: a write's statement failed in a way that leaves its
+// outcome open (its connection broke), and its outcome marker could not be
+// read either (the server stayed unreachable for 10 s after the failure, or
+// past the caller's deadline): the write may or may not have been counted.
+// It is the only error besides a context's that leaves a write's outcome
+// open (docs/outcomes.md).
+var ErrOutcomeUnknown = errs.ErrOutcomeUnknown

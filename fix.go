@@ -12,6 +12,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // Drift is a counter cache whose stored total differs from its children.
@@ -337,9 +339,9 @@ func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 			return err
 		}
 		if ok {
-			n, ok := XScaleDelta(n, c.weight)
+			n, ok := write.ScaleDelta(n, c.weight)
 			if ok {
-				n, ok = XMergeDelta(into[deltaKey{c, id}], n)
+				n, ok = write.MergeDelta(into[deltaKey{c, id}], n)
 			}
 			if !ok {
 				return ErrOverflow

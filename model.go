@@ -1,6 +1,6 @@
 package slotted
 
-import "github.com/slotted-go/slotted/internal/rows"
+import "github.com/slotted-go/slotted/internal/tables"
 
 // SlottedCounter is one slot row. A counter is the set of rows sharing
 // (RecordType, RecordID); its value is the sum of their Count.
@@ -12,10 +12,10 @@ import "github.com/slotted-go/slotted/internal/rows"
 // deadlock-prone on InnoDB. Its TableName is DefaultTable: with Config.Table
 // set, query the rows with slotted.Table(db) rather than
 // db.Model(&SlottedCounter{}).
-type SlottedCounter = rows.Counter
+type SlottedCounter = tables.Counter
 
 // Key is a string compared byte for byte. On MySQL/MariaDB it is stored as
 // VARBINARY: the default collations there are case-insensitive and ignore
 // trailing spaces, which would merge the counters of records "abc", "ABC" and
 // "abc ". PostgreSQL and SQLite compare varchar/text exactly already.
-type Key = rows.Key
+type Key = tables.Key

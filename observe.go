@@ -93,6 +93,3 @@ func (p *Plugin) conflicted(ctx context.Context, kind Conflict, attempt int, ret
 		p.observe(ctx, Event{Kind: EventConflict, Start: now, End: now, Conflict: kind, Attempt: attempt, Retried: retried, Err: err})
 	}
 }
-
-// batchStart is the start time batchDone gets.
-func batchStart() time.Time { return time.Now() }

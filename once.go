@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/meta"
 
-	"github.com/slotted-go/slotted/internal/rows"
+	"github.com/slotted-go/slotted/internal/tables"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // Retry-safe writes. An error such as MySQL's "invalid connection" or a
@@ -40,10 +41,10 @@ import (
 // value is checked before it is sent.
 
 // DefaultOnceTable is the once table's name unless Config.OnceTable says otherwise.
-const DefaultOnceTable = rows.DefaultOnceTable
+const DefaultOnceTable = tables.DefaultOnceTable
 
 // onceRow is one key of AddOnce (the once table's model).
-type onceRow = rows.Once
+type onceRow = tables.Once
 
 // OnceOption tunes one AddOnce or AddRefOnce call.
 type OnceOption func(*onceOptions)
@@ -93,8 +94,8 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 	if err != nil {
 		return false, err
 	}
-	rows := XRowsOf(make([]XRow, 0, 2), c, id, delta, p.cfg.Now())
-	if applied, err = p.AddOnceRows(db, Ref{Type: c.RecordType, ID: id}, rows, delta, key, o); applied {
+	rows := write.RowsOf(make([]write.Row, 0, 2), c, id, delta, p.cfg.Now())
+	if applied, err = p.onceDone(p.writes.AddOnceRows(db, Ref{Type: c.RecordType, ID: id}, rows, delta, key, o.expiry(p.cfg))); applied {
 		c.Add(v, delta)
 	}
 	return applied, err
@@ -113,7 +114,7 @@ func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOptio
 	if err != nil {
 		return false, err
 	}
-	return p.AddOnceRows(db, ref, []XRow{{Ref: ref, Slots: p.cfg.Slots, Delta: delta}}, delta, key, o)
+	return p.onceDone(p.writes.AddOnceRows(db, ref, []write.Row{{Ref: ref, Slots: p.cfg.Slots, Delta: delta}}, delta, key, o.expiry(p.cfg)))
 }
 
 // RemoveOnce undoes AddOnce: if key is recorded (and not expired) for the
@@ -143,8 +144,8 @@ func RemoveOnce(db *gorm.DB, model any, counter string, key string) (removed boo
 		return false, err
 	}
 	now := p.cfg.Now()
-	delta, removed, err := p.RemoveOnceRows(db, Ref{Type: c.RecordType, ID: id}, func(d int64) []XRow {
-		return XRowsOf(make([]XRow, 0, 2), c, id, d, now)
+	delta, removed, err := p.writes.RemoveOnceRows(db, Ref{Type: c.RecordType, ID: id}, func(d int64) []write.Row {
+		return write.RowsOf(make([]write.Row, 0, 2), c, id, d, now)
 	}, key)
 	if removed {
 		c.Add(v, -delta)
@@ -164,8 +165,8 @@ func RemoveRefOnce(db *gorm.DB, ref Ref, key string) (removed bool, err error) {
 	if err := checkOnceKey(key); err != nil {
 		return false, err
 	}
-	_, removed, err = p.RemoveOnceRows(db, ref, func(d int64) []XRow {
-		return []XRow{{Ref: ref, Slots: p.cfg.Slots, Delta: d}}
+	_, removed, err = p.writes.RemoveOnceRows(db, ref, func(d int64) []write.Row {
+		return []write.Row{{Ref: ref, Slots: p.cfg.Slots, Delta: d}}
 	}, key)
 	return removed, err
 }
@@ -193,53 +194,6 @@ func onceArgs(delta int64, key string, opts []OnceOption) (onceOptions, error) {
 		return o, fmt.Errorf("%w: AddOnce's delta %d could not be undone", ErrOverflow, delta)
 	}
 	return o, checkOnceKey(key)
-}
-
-// AddOnceRows inserts the key and, only if it was new (or expired), adds rows:
-// coalesced with other writes outside a transaction (once_batch.go), in the
-// caller's transaction with the same statements inside one.
-func (p *Plugin) AddOnceRows(db *gorm.DB, ref Ref, rows []XRow, delta int64, key string, o onceOptions) (applied bool, err error) {
-	w := &XOnceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key), Delta: delta}}
-	if ttl := o.expiry(p.cfg); ttl > 0 {
-		at := time.Now().UTC().Add(ttl)
-		w.row.ExpiresAt = &at
-	}
-	rows = XDropZero(rows)
-	XSortRows(rows)
-	pool, inTx := p.sessions.Pool(db)
-	if c := p.CoalescerFor(db, pool, inTx); c != nil {
-		err = p.CoalesceRows(db, c, XRow{}, rows, w)
-	} else {
-		err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
-			return p.ApplyOnces(tx, nil, []*waiter{{rows: rows, once: w}})
-		})
-	}
-	return p.onceDone(err == nil && w.applied, err)
-}
-
-// RemoveOnceRows deletes the key and subtracts its delta in one write transaction.
-// rowsFor gives the rows a delta of the counter touches (rowsOf).
-func (p *Plugin) RemoveOnceRows(db *gorm.DB, ref Ref, rowsFor func(delta int64) []XRow, key string) (delta int64, removed bool, err error) {
-	w := &XOnceWrite{row: onceRow{RecordType: Key(ref.Type), RecordID: Key(ref.ID), OpKey: Key(key)}, rowsFor: rowsFor}
-	pool, inTx := p.sessions.Pool(db)
-	if c := p.CoalescerFor(db, pool, inTx); c != nil {
-		err = p.CoalesceRows(db, c, XRow{}, nil, w)
-	} else {
-		err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
-			return p.ApplyOnces(tx, nil, []*waiter{{once: w}})
-		})
-	}
-	if err != nil || !w.applied {
-		return 0, false, err
-	}
-	return w.row.Delta, true, nil
-}
-
-// onceCondition selects one key's row.
-func onceCondition(ref Ref, key string) clause.Expression {
-	return clause.And(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: ref.Type},
-		clause.Eq{Column: clause.Column{Name: "record_id"}, Value: ref.ID},
-		clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key})
 }
 
 // migrateOnce creates or migrates the once table, tolerant of concurrent

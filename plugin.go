@@ -11,6 +11,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 const pluginName = "slotted"
@@ -21,6 +23,7 @@ type Plugin struct {
 	cfg      Config
 	dialect  dialect.Dialect
 	sessions *session.Sessions // routing, prepared statements, own transactions, retries
+	writes   *write.Engine     // the one write path: row deltas, coalesced, marked
 	sql      statements
 	models   *meta.Registry // model metadata, built once per type
 	sumOnce  sync.Once
@@ -28,10 +31,7 @@ type Plugin struct {
 	stats    stats
 	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
 
-	caches     cacheRegistry   // counter caches declared with CounterCache (countercache.go)
-	batch      batchStatements // multi-row upserts by shape (batch.go)
-	coalescers sync.Map        // coalesceKey -> *coalescer (coalesce.go)
-	batching   batchStats
+	caches cacheRegistry // counter caches declared with CounterCache (countercache.go)
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which
@@ -88,6 +88,10 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if p.sql, err = render(db, cfg.Table, p.dialect); err != nil {
 		return err
 	}
+	p.writes = write.New(write.Config{Table: cfg.Table, OnceTable: cfg.OnceTable, Slots: cfg.Slots, MaxBatch: cfg.MaxBatch,
+		MaxInFlight: cfg.MaxInFlight, Linger: cfg.Linger, BatchTimeout: cfg.BatchTimeout, DisableCoalescing: cfg.DisableCoalescing,
+		OutcomeMarkers: cfg.OutcomeMarkers, Now: cfg.Now}, p.dialect, p.sessions,
+		write.Statements{Upsert: p.sql.upsert, UpsertArgs: p.sql.upsertArgs}, write.Hooks{RenderBatch: p.renderBatch, BatchDone: p.batchDone})
 	if p.causalReads() {
 		p.sql.sum = dialect.SyncWait + " " + p.sql.sum
 	}

@@ -11,6 +11,9 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/tables"
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // loadChunk bounds the record ids in one batched read, well under every
@@ -51,21 +54,21 @@ func (p *Plugin) sum(db *gorm.DB, recordType, recordID string) (int64, error) {
 	tx := p.sessions.Raw(db)
 	// Rows, not Row: on a failed prepare gorm's prepared-statement pool hands
 	// back an empty *sql.Row whose Scan panics.
-	rows, err := tx.Raw(p.sql.sum, args(p.sql.sumArgs, recordType, recordID, 0, 0)...).Rows()
+	rows, err := tx.Raw(p.sql.sum, write.Args(p.sql.sumArgs, recordType, recordID, 0, 0)...).Rows()
 	if tx.DryRun { // rendered and logged; nothing was read
 		return 0, ErrDryRun
 	}
 	if err != nil {
-		return 0, XOverflowed(err)
+		return 0, tables.Overflowed(err)
 	}
 	defer rows.Close()
-	var n XTotal
+	var n tables.Total
 	if rows.Next() {
 		if err := rows.Scan(&n); err != nil {
 			return 0, err
 		}
 	}
-	return int64(n), XOverflowed(rows.Err())
+	return int64(n), tables.Overflowed(rows.Err())
 }
 
 // Load fills counter fields of models with one query per 1000 records (not
@@ -138,16 +141,16 @@ func (p *Plugin) sums(db *gorm.DB, types []any, ids []string, into map[[2]string
 		return ErrDryRun
 	}
 	if err != nil {
-		return XOverflowed(err)
+		return tables.Overflowed(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var typ, id string
-		var n XTotal
+		var n tables.Total
 		if err := rows.Scan(&typ, &id, &n); err != nil {
 			return err
 		}
 		into[[2]string{typ, id}] = int64(n)
 	}
-	return XOverflowed(rows.Err())
+	return tables.Overflowed(rows.Err())
 }

@@ -91,7 +91,7 @@ func (p *Plugin) seed(db *gorm.DB, m *meta.Model, upsert bool) error {
 		return cmp.Or(cmp.Compare(a.c.RecordType, b.c.RecordType), cmp.Compare(a.id, b.id))
 	})
 	for _, r := range rows {
-		if err := p.AddOne(db, r.c.RecordType, r.id, r.c.Slots, r.n); err != nil {
+		if err := p.writes.AddOne(db, r.c.RecordType, r.id, r.c.Slots, r.n); err != nil {
 			return err
 		}
 	}

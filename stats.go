@@ -30,7 +30,6 @@ type Stats struct {
 // stats are the counts kept outside session.Retrier (which keeps Retries
 // and Conflicts).
 type stats struct {
-	settledLanded, settledLost  atomic.Uint64
 	onceApplied, onceDuplicates atomic.Uint64
 }
 
@@ -48,9 +47,14 @@ func (p *Plugin) onceDone(applied bool, err error) (bool, error) {
 
 // Stats returns the plugin's counters: how often writes hit lock conflicts and were retried.
 func (p *Plugin) Stats() Stats {
-	s := Stats{SettledLanded: p.stats.settledLanded.Load(), SettledLost: p.stats.settledLost.Load(),
-		OnceApplied: p.stats.onceApplied.Load(), OnceDuplicates: p.stats.onceDuplicates.Load()}
-	p.batching.report(&s)
+	s := Stats{OnceApplied: p.stats.onceApplied.Load(), OnceDuplicates: p.stats.onceDuplicates.Load()}
+	if p.writes != nil { // nil before db.Use
+		w := p.writes.Counts()
+		s.Batches, s.BatchedWrites, s.BatchRows, s.Waiting = w.Batches, w.BatchedWrites, w.BatchRows, w.Waiting
+		s.SettledLanded, s.SettledLost = w.SettledLanded, w.SettledLost
+	} else {
+		s.BatchRows = map[int]uint64{}
+	}
 	if p.sessions != nil { // nil before db.Use
 		s.Retries, s.Conflicts = p.sessions.Retry.Counts()
 	} else {

@@ -1,12 +1,7 @@
 package slotted
 
 import (
-	"context"
-	"math/rand/v2"
-
 	"gorm.io/gorm"
-
-	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Increment adds 1 to a counter of model, which must be a pointer to a struct
@@ -59,29 +54,5 @@ func AddRef(db *gorm.DB, ref Ref, delta int64) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	return p.AddOne(db, ref.Type, ref.ID, ref.SlotsOr(p.cfg.Slots), delta)
-}
-
-// AddOne writes delta to a counter: through the coalescer (coalesce.go) outside
-// a transaction, else directly.
-func (p *Plugin) AddOne(db *gorm.DB, recordType, recordID string, slots int, delta int64) error {
-	if delta == 0 {
-		return nil
-	}
-	pool, inTx := p.sessions.Pool(db)
-	if c := p.CoalescerFor(db, pool, inTx); c != nil {
-		return p.Coalesce(db, c, Ref{Type: recordType, ID: recordID}, slots, delta)
-	}
-	return p.UpsertOne(db, pool, inTx, recordType, recordID, slots, delta)
-}
-
-// UpsertOne runs the upsert. It is the hot path: no reflection, no statement
-// building, no parsing of the SQL; one statement allocation per attempt.
-func (p *Plugin) UpsertOne(db *gorm.DB, pool gorm.ConnPool, inTx bool, recordType, recordID string, slots int, delta int64) error {
-	ctx := session.Context(db)
-	return XOverflowed(p.sessions.Retry.Do(ctx, inTx, func(ctx context.Context) error {
-		// A fresh slot on each attempt: the one that conflicted is the hottest.
-		vals := args(p.sql.upsertArgs, recordType, recordID, rand.IntN(slots), delta)
-		return execRendered(db, pool, ctx, p.sql.upsert, vals).Error
-	}))
+	return p.writes.AddOne(db, ref.Type, ref.ID, ref.SlotsOr(p.cfg.Slots), delta)
 }

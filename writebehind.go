@@ -12,6 +12,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // Write-behind: for counters where speed matters more than durability (page
@@ -87,9 +89,9 @@ type Buffer struct {
 	closed  bool
 	lastErr error
 
-	marker     *marker    // moved by each flush statement (outcome.go); used under flushing
-	markerGone bool       // retired: its row deleted after Close (under mu)
-	doubt      []bufDoubt // rows of flush statements whose outcome is not known yet; under flushing and mu
+	marker     *write.Marker // moved by each flush statement (outcome.go); used under flushing
+	markerGone bool          // retired: its row deleted after Close (under mu)
+	doubt      []bufDoubt    // rows of flush statements whose outcome is not known yet; under flushing and mu
 
 	flushing sync.Mutex // one flush at a time
 	kick     chan struct{}
@@ -101,7 +103,7 @@ type Buffer struct {
 
 // bufDoubt is a flush statement's rows whose outcome the marker has not told yet.
 type bufDoubt struct {
-	rows   []XRow
+	rows   []write.Row
 	writes []int64
 }
 
@@ -147,7 +149,7 @@ func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
 	}
 	b := &Buffer{
 		p: p, db: db.Session(&gorm.Session{Context: context.Background()}), opts: opts,
-		pending: map[Ref]*bufEntry{}, marker: newMarkerAt(p.cfg.Now()),
+		pending: map[Ref]*bufEntry{}, marker: write.NewMarkerAt(p.cfg.Now()),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go b.loop()
@@ -165,8 +167,8 @@ func (b *Buffer) Add(model any, counter string, delta int64) error {
 		return nil
 	}
 	// The bucket is the one holding this instant, however late the flush.
-	var rows [2]XRow
-	if err := b.add(XRowsOf(rows[:0], c, id, delta, b.p.cfg.Now())); err != nil {
+	var rows [2]write.Row
+	if err := b.add(write.RowsOf(rows[:0], c, id, delta, b.p.cfg.Now())); err != nil {
 		return err
 	}
 	c.Add(v, delta)
@@ -181,12 +183,12 @@ func (b *Buffer) AddRef(ref Ref, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	return b.add([]XRow{{Ref: ref, Slots: b.p.cfg.Slots, Delta: delta}})
+	return b.add([]write.Row{{Ref: ref, Slots: b.p.cfg.Slots, Delta: delta}})
 }
 
 // add takes one write's rows (distinct counters), all or none. The write is
 // counted once, on its first row (the total's).
-func (b *Buffer) add(rows []XRow) error {
+func (b *Buffer) add(rows []write.Row) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -195,7 +197,7 @@ func (b *Buffer) add(rows []XRow) error {
 	fresh := 0
 	for _, r := range rows {
 		if e, ok := b.pending[r.Ref]; ok {
-			if _, ok := XMergeDelta(e.delta, r.Delta); !ok {
+			if _, ok := write.MergeDelta(e.delta, r.Delta); !ok {
 				return fmt.Errorf("%w: counter %s/%s; Flush first", ErrDeltaOverflow, r.Ref.Type, r.Ref.ID)
 			}
 		} else if _, flushing := b.inflight.refs[r.Ref]; !flushing {
@@ -274,12 +276,12 @@ func (b *Buffer) Flush(ctx context.Context) error {
 	}
 	b.renewMarker(ctx) // nothing in doubt: no statement is left to read the old one (marker_prune.go)
 	b.mu.Lock()
-	rows := make([]XRow, 0, len(b.pending)+len(b.carry))
+	rows := make([]write.Row, 0, len(b.pending)+len(b.carry))
 	var writes []int64
 	for _, e := range b.pending {
-		rows = append(rows, XRow{Ref: e.ref, Slots: e.slots, Delta: e.delta})
+		rows = append(rows, write.Row{Ref: e.ref, Slots: e.slots, Delta: e.delta})
 	}
-	XSortRows(rows)
+	write.SortRows(rows)
 	writes = make([]int64, 0, len(rows)+len(b.carry))
 	for _, r := range rows {
 		writes = append(writes, b.pending[r.Ref].writes)
@@ -312,12 +314,12 @@ func (b *Buffer) Flush(ctx context.Context) error {
 			}
 		}()
 		for err == nil && done < len(rows) {
-			n := XMarkedShape(len(rows) - done)
-			switch err = b.p.UpsertMarked(db, pool, ctx, b.marker, rows[done:done+n]); {
+			n := write.MarkedShape(len(rows) - done)
+			switch err = b.p.writes.UpsertMarked(db, pool, ctx, b.marker, rows[done:done+n]); {
 			case err == nil:
 				b.wrote(n, writes[done:done+n]...)
 				done += n
-			case errors.Is(err, XErrUnsettled):
+			case errors.Is(err, write.ErrUnsettled):
 				b.held_(rows[done:done+n], writes[done:done+n])
 				done += n
 			case errors.Is(err, ErrOverflow):
@@ -327,14 +329,14 @@ func (b *Buffer) Flush(ctx context.Context) error {
 				for end := done + n; err == nil && done < end; done++ {
 					err = b.writeOne(db, pool, ctx, rows[done], writes[done], &overflows)
 				}
-				if err != nil && !errors.Is(err, XErrUnsettled) {
+				if err != nil && !errors.Is(err, write.ErrUnsettled) {
 					done-- // the row that failed goes back
 				}
 			}
 		}
 		for err == nil && kept < len(carry) {
 			e := carry[kept]
-			if err = b.writeOne(db, pool, ctx, XRow{Ref: e.ref, Slots: e.slots, Delta: e.delta}, e.writes, &overflows); err == nil {
+			if err = b.writeOne(db, pool, ctx, write.Row{Ref: e.ref, Slots: e.slots, Delta: e.delta}, e.writes, &overflows); err == nil {
 				kept++
 			}
 		}
@@ -368,13 +370,13 @@ func (b *Buffer) Flush(ctx context.Context) error {
 // counter past int64 is refused, as Add refuses it: reported with ErrOverflow
 // and dropped, since retrying it can only fail again and it would hold back
 // every counter flushed with it.
-func (b *Buffer) writeOne(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, row XRow, writes int64, overflows *[]error) error {
-	err := b.p.UpsertMarked(db, pool, ctx, b.marker, []XRow{row})
+func (b *Buffer) writeOne(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, row write.Row, writes int64, overflows *[]error) error {
+	err := b.p.writes.UpsertMarked(db, pool, ctx, b.marker, []write.Row{row})
 	switch {
 	case err == nil:
 		b.wrote(1, writes)
-	case errors.Is(err, XErrUnsettled):
-		b.held_([]XRow{row}, []int64{writes})
+	case errors.Is(err, write.ErrUnsettled):
+		b.held_([]write.Row{row}, []int64{writes})
 	case errors.Is(err, ErrOverflow):
 		b.overflowed.Add(uint64(writes))
 		b.mu.Lock()
@@ -393,7 +395,7 @@ func (b *Buffer) putBack(e bufEntry) {
 		b.pending[e.ref] = &e
 		return
 	}
-	if sum, ok := XMergeDelta(cur.delta, e.delta); ok {
+	if sum, ok := write.MergeDelta(cur.delta, e.delta); ok {
 		cur.delta, cur.writes, cur.slots = sum, cur.writes+e.writes, min(cur.slots, e.slots)
 		return
 	}
@@ -439,7 +441,7 @@ func (b *Buffer) retire(ctx context.Context) {
 		return
 	}
 	for attempt := 0; attempt < 3; attempt++ { // a pooled connection may be dead: the next one is not
-		if b.p.DropMarker(b.db.WithContext(ctx), b.marker.ref) == nil {
+		if b.p.writes.DropMarker(b.db.WithContext(ctx), b.marker.Ref) == nil {
 			b.mu.Lock()
 			b.markerGone = true
 			b.mu.Unlock()
@@ -474,7 +476,7 @@ func (b *Buffer) Stats() BufferStats {
 // held_ keeps a flush statement's rows whose outcome its marker could not
 // tell yet (under flushing): they are neither pending (retrying them could
 // count them twice) nor written (they may not be).
-func (b *Buffer) held_(rows []XRow, writes []int64) {
+func (b *Buffer) held_(rows []write.Row, writes []int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.doubt = append(b.doubt, bufDoubt{rows: slices.Clone(rows), writes: slices.Clone(writes)})
@@ -489,7 +491,7 @@ func (b *Buffer) settleDoubt(ctx context.Context) error {
 		return nil
 	}
 	d := b.doubt[len(b.doubt)-1]
-	landed, err := b.p.settle(b.db.WithContext(ctx), ctx, b.marker, XMarkerWait)
+	landed, err := b.p.writes.Settle(b.db.WithContext(ctx), ctx, b.marker, write.MarkerWait)
 	if err != nil {
 		b.mu.Lock()
 		b.lastErr = fmt.Errorf("slotted: write-behind flush: %w", err)
@@ -506,10 +508,10 @@ func (b *Buffer) settleDoubt(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	if landed {
-		b.p.stats.settledLanded.Add(1)
+		b.p.writes.CountSettled(true)
 		b.wroteSettled(len(d.rows), d.writes)
 	} else {
-		b.p.stats.settledLost.Add(1)
+		b.p.writes.CountSettled(false)
 	}
 	return nil
 }

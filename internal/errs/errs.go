@@ -32,3 +32,6 @@ var ErrPastRetention = fmt.Errorf("%w: the window reaches past the counter's kee
 
 // MaxSlots is slotted.MaxSlots: the most slot rows one counter may have.
 const MaxSlots = 1 << 16
+
+// ErrOutcomeUnknown is slotted.ErrOutcomeUnknown.
+var ErrOutcomeUnknown = errors.New("slotted: outcome unknown: the statement's connection failed and its outcome marker could not be read")

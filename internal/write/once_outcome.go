@@ -1,4 +1,4 @@
-package slotted
+package write
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // onceTx writes a batch of once callers and the other callers' rows (summed)
 // in one transaction on db (whose context is ctx), through a marker when the
 // coalescer's statements carry one.
-func (c *coalescer) onceTx(db *gorm.DB, ctx context.Context, rows []XRow, onces []*waiter) error {
+func (c *coalescer) onceTx(db *gorm.DB, ctx context.Context, rows []Row, onces []*waiter) error {
 	if !c.marked() {
 		return c.p.sessions.WriteTx(db, func(tx *gorm.DB) error { return c.p.ApplyOnces(tx, rows, onces) })
 	}

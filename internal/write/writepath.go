@@ -1,4 +1,4 @@
-package slotted
+package write
 
 import (
 	"time"
@@ -25,21 +25,21 @@ import (
 // A write's rows are atomic: one statement when they fit a shape, else one
 // transaction (upsertRows), in or out of a batch of other callers' writes.
 
-// XRowsOf appends the rows a write of delta to counter c of record id touches
+// RowsOf appends the rows a write of delta to counter c of record id touches
 // at instant at: the total row, and the bucket holding at for a bucketed
 // counter.
-func XRowsOf(dst []XRow, c *meta.Counter, id string, delta int64, at time.Time) []XRow {
-	dst = append(dst, XRow{Ref: Ref{Type: c.RecordType, ID: id}, Slots: c.Slots, Delta: delta})
+func RowsOf(dst []Row, c *meta.Counter, id string, delta int64, at time.Time) []Row {
+	dst = append(dst, Row{Ref: meta.Ref{Type: c.RecordType, ID: id}, Slots: c.Slots, Delta: delta})
 	if c.Bucket != nil {
-		dst = append(dst, XRow{Ref: Ref{Type: bucketing.Type(c.RecordType, c.Bucket.Of(at).Label), ID: id}, Slots: c.Slots, Delta: delta})
+		dst = append(dst, Row{Ref: meta.Ref{Type: bucketing.Type(c.RecordType, c.Bucket.Of(at).Label), ID: id}, Slots: c.Slots, Delta: delta})
 	}
 	return dst
 }
 
 // WriteDeltas writes rows (each counter at most once; zero deltas allowed)
 // all or none, coalesced outside a transaction.
-func (p *Plugin) WriteDeltas(db *gorm.DB, rows []XRow) error {
-	rows = XDropZero(rows)
+func (p *Engine) WriteDeltas(db *gorm.DB, rows []Row) error {
+	rows = DropZero(rows)
 	switch len(rows) {
 	case 0:
 		return nil
@@ -47,16 +47,16 @@ func (p *Plugin) WriteDeltas(db *gorm.DB, rows []XRow) error {
 		r := rows[0]
 		return p.AddOne(db, r.Ref.Type, r.Ref.ID, r.Slots, r.Delta)
 	}
-	XSortRows(rows)
+	SortRows(rows)
 	pool, inTx := p.sessions.Pool(db)
 	if c := p.CoalescerFor(db, pool, inTx); c != nil {
-		return p.CoalesceRows(db, c, XRow{}, rows, nil)
+		return p.CoalesceRows(db, c, Row{}, rows, nil)
 	}
 	return p.UpsertRows(db, pool, session.Context(db), inTx, rows)
 }
 
-// XDropZero removes rows that add nothing, in place.
-func XDropZero(rows []XRow) []XRow {
+// DropZero removes rows that add nothing, in place.
+func DropZero(rows []Row) []Row {
 	for i, r := range rows {
 		if r.Delta == 0 {
 			out := rows[:i]

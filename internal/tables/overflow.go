@@ -1,4 +1,4 @@
-package slotted
+package tables
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 // A counter lives in int64, and nothing the plugin does may wrap it around or
@@ -20,7 +22,7 @@ import (
 //	          batch, a bulk write, a bucketed counter's two rows, AddWhere,
 //	          a Buffer's flush) writes none of its rows; a bulk write of
 //	          several statements runs them in one transaction. The caller gets
-//	          ErrOverflow; a coalesced batch's callers write alone then, so
+//	          errs.ErrOverflow; a coalesced batch's callers write alone then, so
 //	          only the overflowing counter's callers get it (coalesce.go), and
 //	          a Buffer's flush goes row by row, dropping only that counter's
 //	          delta (writebehind.go).
@@ -28,16 +30,16 @@ import (
 //	          total does not fit is refused (Compact) or left as it is (CompactAll).
 //	a read    MySQL's SUM is DECIMAL and PostgreSQL's numeric, so a total past
 //	          int64 arrives as text (total.Scan); SQLite's SUM raises "integer
-//	          overflow". Both are ErrOverflow.
+//	          overflow". Both are errs.ErrOverflow.
 
-// XOverflowed wraps a database's integer-overflow error in ErrOverflow and
+// Overflowed wraps a database's integer-overflow error in errs.ErrOverflow and
 // returns any other error as it is. Only the plugin's own statements go
 // through it, so the codes cannot come from anything else.
-func XOverflowed(err error) error {
-	if err == nil || errors.Is(err, ErrOverflow) || !isOverflow(err) {
+func Overflowed(err error) error {
+	if err == nil || errors.Is(err, errs.ErrOverflow) || !isOverflow(err) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrOverflow, err)
+	return fmt.Errorf("%w: %w", errs.ErrOverflow, err)
 }
 
 func isOverflow(err error) bool {
@@ -53,11 +55,11 @@ func isOverflow(err error) bool {
 	return strings.Contains(err.Error(), "integer overflow") // SQLite's SUM, and addExpr's check
 }
 
-// XSumExact adds counts as if with unbounded integers: ok is false when the
+// SumExact adds counts as if with unbounded integers: ok is false when the
 // total does not fit in int64. A running sum may wrap on the way (MaxInt64,
 // 5, -10 totals MaxInt64-5): carry counts the wraps, and the total fits
 // exactly when they cancel out.
-func XSumExact(rows []SlottedCounter) (sum int64, ok bool) {
+func SumExact(rows []Counter) (sum int64, ok bool) {
 	var carry int
 	for _, r := range rows {
 		next := sum + r.Count
@@ -72,15 +74,15 @@ func XSumExact(rows []SlottedCounter) (sum int64, ok bool) {
 	return sum, carry == 0
 }
 
-// XTotal scans a SUM of bigint counts: an integer on SQLite, DECIMAL text on
-// MySQL/MariaDB, numeric text on PostgreSQL. A XTotal past int64 is ErrOverflow,
+// Total scans a SUM of bigint counts: an integer on SQLite, DECIMAL text on
+// MySQL/MariaDB, numeric text on PostgreSQL. A Total past int64 is errs.ErrOverflow,
 // not a driver's conversion error.
-type XTotal int64
+type Total int64
 
-func (t *XTotal) Scan(src any) error {
+func (t *Total) Scan(src any) error {
 	switch v := src.(type) {
 	case int64:
-		*t = XTotal(v)
+		*t = Total(v)
 	case nil:
 		*t = 0
 	case []byte:
@@ -89,20 +91,20 @@ func (t *XTotal) Scan(src any) error {
 		return t.parse(v)
 	case float64: // a slot SQLite turned into a REAL before writes were checked
 		if v != math.Trunc(v) || v < math.MinInt64 || v >= math.MaxInt64 {
-			return fmt.Errorf("%w: total %g", ErrOverflow, v)
+			return fmt.Errorf("%w: total %g", errs.ErrOverflow, v)
 		}
-		*t = XTotal(v)
+		*t = Total(v)
 	default:
 		return fmt.Errorf("slotted: unexpected %T for a total", src)
 	}
 	return nil
 }
 
-func (t *XTotal) parse(s string) error {
+func (t *Total) parse(s string) error {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if errors.Is(err, strconv.ErrRange) {
-		return fmt.Errorf("%w: total %s", ErrOverflow, s)
+		return fmt.Errorf("%w: total %s", errs.ErrOverflow, s)
 	}
-	*t = XTotal(n)
+	*t = Total(n)
 	return err
 }

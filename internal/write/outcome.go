@@ -1,4 +1,4 @@
-package slotted
+package write
 
 import (
 	"context"
@@ -11,6 +11,10 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/errs"
+	"github.com/slotted-go/slotted/internal/meta"
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // Outcome markers. A statement whose connection breaks (killed, reset, EOF
@@ -30,20 +34,20 @@ import (
 // a sequence number: every read of the counter table names its record types,
 // so none reads a marker; CompactAll skips counters of one row.
 
-// MarkerType is the record type of the plugin's outcome markers (see
-// docs/outcomes.md); it is reserved: do not name a counter so.
+// MarkerType is the record type of the plugin's outcome markers
+// (slotted.MarkerType); it is reserved.
 const MarkerType = "slotted:outcome"
 
-// marker is one outcome marker: its row and how many statements through it
+// Marker is one outcome Marker: its row and how many statements through it
 // landed. Its owner uses it for one statement at a time.
-type marker struct {
-	ref  Ref
+type Marker struct {
+	Ref  meta.Ref
 	seq  int64     // statements through it known to have committed (the row's count)
-	born time.Time // in its ID too: its age decides when it is retired and its row pruned (marker_prune.go)
+	Born time.Time // in its ID too: its age decides when it is retired and its row pruned (marker_prune.go)
 }
 
 // row is the marker's +1, to be written by the statement it settles.
-func (m *marker) row() XRow { return XRow{Ref: m.ref, Slots: 1, Delta: 1} }
+func (m *Marker) row() Row { return Row{Ref: m.Ref, Slots: 1, Delta: 1} }
 
 // definite reports whether err, a statement's error, says for sure that the
 // statement did not commit: the server refused it (overflow, a lock conflict
@@ -51,30 +55,30 @@ func (m *marker) row() XRow { return XRow{Ref: m.ref, Slots: 1, Delta: 1} }
 // connection, a context that ended, an error the plugin cannot classify — is
 // settled by the marker.
 func definite(err error) bool {
-	return errors.Is(err, ErrOverflow) || ConflictOf(err) != NoConflict
+	return errors.Is(err, errs.ErrOverflow) || session.ConflictOf(err) != session.NoConflict
 }
 
-// XErrUnsettled: the marker could not be read, so whether the statement
+// ErrUnsettled: the marker could not be read, so whether the statement
 // committed is unknown for now.
-var XErrUnsettled = errors.New("slotted: outcome unknown: the statement's connection failed and its outcome marker could not be read")
+var ErrUnsettled = errs.ErrOutcomeUnknown
 
-// XMarkerWait bounds the reads that settle one statement's outcome.
-const XMarkerWait = 10 * time.Second
+// MarkerWait bounds the reads that settle one statement's outcome.
+const MarkerWait = 10 * time.Second
 
-// settle reports whether the statement written through m committed, after it
+// Settle reports whether the statement written through m committed, after it
 // returned err. landed=true moves m on. It reads the marker on db's primary
 // with ctx's values but not its end (the statement's caller may have left):
 // for up to wait, retrying a read that fails. It fails with errUnsettled when
 // no read answered, and with an error when the row holds neither seq nor
 // seq+1 (someone wrote it).
-func (p *Plugin) settle(db *gorm.DB, ctx context.Context, m *marker, wait time.Duration) (landed bool, err error) {
+func (p *Engine) Settle(db *gorm.DB, ctx context.Context, m *Marker, wait time.Duration) (landed bool, err error) {
 	if dl, ok := ctx.Deadline(); ok { // a caller with a deadline waits at most a second past it
 		wait = min(wait, max(time.Until(dl), 0)+time.Second)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		n, err := p.markerCount(db.WithContext(rctx), m.ref)
+		n, err := p.markerCount(db.WithContext(rctx), m.Ref)
 		if err == nil {
 			switch n {
 			case m.seq + 1:
@@ -83,11 +87,11 @@ func (p *Plugin) settle(db *gorm.DB, ctx context.Context, m *marker, wait time.D
 			case m.seq:
 				return false, nil
 			}
-			return false, fmt.Errorf("slotted: outcome marker %s holds %d, expected %d or %d: it was written by something else", m.ref.ID, n, m.seq, m.seq+1)
+			return false, fmt.Errorf("slotted: outcome marker %s holds %d, expected %d or %d: it was written by something else", m.Ref.ID, n, m.seq, m.seq+1)
 		}
 		select {
 		case <-rctx.Done():
-			return false, fmt.Errorf("%w: %w", XErrUnsettled, err)
+			return false, fmt.Errorf("%w: %w", ErrUnsettled, err)
 		case <-time.After(min(time.Duration(attempt+1)*50*time.Millisecond, time.Second)):
 		}
 	}
@@ -95,7 +99,7 @@ func (p *Plugin) settle(db *gorm.DB, ctx context.Context, m *marker, wait time.D
 
 // markerCount reads a marker's count (0 when it has no row yet) with a
 // locking read on the primary.
-func (p *Plugin) markerCount(db *gorm.DB, ref Ref) (int64, error) {
+func (p *Engine) markerCount(db *gorm.DB, ref meta.Ref) (int64, error) {
 	var counts []int64
 	q := session.Primary(db, p.cfg.Table).Table(p.cfg.Table).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: ref.Type}).
@@ -114,11 +118,11 @@ func (p *Plugin) markerCount(db *gorm.DB, ref Ref) (int64, error) {
 }
 
 // DropMarker deletes a marker's row (its owner is done with it).
-func (p *Plugin) DropMarker(db *gorm.DB, ref Ref) error {
+func (p *Engine) DropMarker(db *gorm.DB, ref meta.Ref) error {
 	return session.Primary(db, p.cfg.Table).Table(p.cfg.Table).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: ref.Type}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: ref.ID}).
-		Delete(&SlottedCounter{}).Error
+		Delete(&tables.Counter{}).Error
 }
 
 // UpsertMarked writes rows (sorted, distinct counters; with the marker's row a
@@ -126,17 +130,17 @@ func (p *Plugin) DropMarker(db *gorm.DB, ref Ref) error {
 // settles an error that leaves the outcome open: nil when the statement
 // committed, its error when it did not, errUnsettled (wrapped) when the
 // marker could not be read.
-func (p *Plugin) UpsertMarked(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []XRow) error {
+func (p *Engine) UpsertMarked(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *Marker, rows []Row) error {
 	return p.upsertMarkedAt(db, pool, ctx, m, rows, true, nil)
 }
 
 // upsertMarkedAt is upsertMarked; settleContext false leaves a statement cut
 // short by ctx unsettled (its ctx error returned): its caller left. A
 // coalescer's statement (c) lends its slot while its outcome is looked up.
-func (p *Plugin) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *marker, rows []XRow, settleContext bool, c *coalescer) error {
-	all := make([]XRow, 0, len(rows)+1)
+func (p *Engine) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, m *Marker, rows []Row, settleContext bool, c *coalescer) error {
+	all := make([]Row, 0, len(rows)+1)
 	all = append(append(all, rows...), m.row())
-	XSortRows(all)
+	SortRows(all)
 	return p.settled(db, ctx, m, p.UpsertRows(db, pool, ctx, false, all), settleContext, c)
 }
 
@@ -145,7 +149,7 @@ func (p *Plugin) upsertMarkedAt(db *gorm.DB, pool gorm.ConnPool, ctx context.Con
 // errUnsettled (wrapped) when the marker could not be read. A statement cut
 // short by ctx is left unsettled when settleContext is false (its caller
 // left). With c set, the lookup lends its statement slot (lend).
-func (p *Plugin) settled(db *gorm.DB, ctx context.Context, m *marker, err error, settleContext bool, c *coalescer) error {
+func (p *Engine) settled(db *gorm.DB, ctx context.Context, m *Marker, err error, settleContext bool, c *coalescer) error {
 	if err == nil {
 		m.seq++
 		return nil
@@ -156,7 +160,7 @@ func (p *Plugin) settled(db *gorm.DB, ctx context.Context, m *marker, err error,
 	if c != nil {
 		defer c.lend()()
 	}
-	landed, serr := p.settle(db, ctx, m, XMarkerWait)
+	landed, serr := p.Settle(db, ctx, m, MarkerWait)
 	switch {
 	case serr != nil:
 		return fmt.Errorf("%w (the statement failed with: %w)", serr, err)
@@ -173,60 +177,52 @@ func (p *Plugin) settled(db *gorm.DB, ctx context.Context, m *marker, err error,
 // the statement short (its row deleted once the statement cannot be running
 // any more) or the marker could not be read (its row is left to
 // pruneMarkers).
-func (c *coalescer) release(db *gorm.DB, ctx context.Context, m *marker, err error) {
+func (c *coalescer) release(db *gorm.DB, ctx context.Context, m *Marker, err error) {
 	switch {
 	case err == nil, definite(err):
 		c.markers.put(m)
-	case ctx.Err() != nil && !errors.Is(err, XErrUnsettled):
-		p, ref := c.p, m.ref
-		time.AfterFunc(c.p.cfg.BatchTimeout+XMarkerWait, func() {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), XMarkerWait)
+	case ctx.Err() != nil && !errors.Is(err, ErrUnsettled):
+		p, ref := c.p, m.Ref
+		time.AfterFunc(c.p.cfg.BatchTimeout+MarkerWait, func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), MarkerWait)
 			defer cancel()
 			_ = p.DropMarker(db.WithContext(rctx), ref)
 		})
-	case errors.Is(err, XErrUnsettled):
+	case errors.Is(err, ErrUnsettled):
 		// Its count is unknown: retired, its row left (one row).
 	default:
 		c.markers.put(m) // settled: not landed, count known
 	}
 }
 
-// XMarkedShape is how many counter rows go with a marker's row in one
+// MarkedShape is how many counter rows go with a marker's row in one
 // statement for n pending rows (n >= 1): a shape less one.
-func XMarkedShape(n int) int { return XShapeFloor(min(n+1, XMaxBatchRows)) - 1 }
-
-// ErrOutcomeUnknown: a write's statement failed in a way that leaves its
-// outcome open (its connection broke), and its outcome marker could not be
-// read either (the server stayed unreachable for 10 s after the failure, or
-// past the caller's deadline): the write may or may not have been counted.
-// It is the only error besides a context's that leaves a write's outcome
-// open (docs/outcomes.md).
-var ErrOutcomeUnknown = XErrUnsettled
+func MarkedShape(n int) int { return ShapeFloor(min(n+1, MaxBatchRows)) - 1 }
 
 // markerPool holds a coalescer's markers between statements: one per
 // statement in flight, reused, so their rows stay as many as MaxInFlight.
 type markerPool struct {
 	mu   sync.Mutex
-	free []*marker
+	free []*Marker
 }
 
-// get takes a marker made less than markerLife before now, or a new one;
+// get takes a marker made less than MarkerLife before now, or a new one;
 // stale are the older ones it found, retired (their rows to be deleted).
-func (mp *markerPool) get(now time.Time) (m *marker, stale []*marker) {
+func (mp *markerPool) get(now time.Time) (m *Marker, stale []*Marker) {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
 	for n := len(mp.free); n > 0; n-- {
 		m := mp.free[n-1]
 		mp.free = mp.free[:n-1]
-		if now.Sub(m.born) < markerLife {
+		if now.Sub(m.Born) < MarkerLife {
 			return m, stale
 		}
 		stale = append(stale, m)
 	}
-	return newMarkerAt(now), stale
+	return NewMarkerAt(now), stale
 }
 
-func (mp *markerPool) put(m *marker) {
+func (mp *markerPool) put(m *Marker) {
 	mp.mu.Lock()
 	mp.free = append(mp.free, m)
 	mp.mu.Unlock()
@@ -250,9 +246,9 @@ func (c *coalescer) rowBudget() int {
 // that with the marker's row they make a statement shape.
 func (c *coalescer) shapeFor(n int) int {
 	if !c.marked() {
-		return XShapeFloor(min(n, XMaxBatchRows))
+		return ShapeFloor(min(n, MaxBatchRows))
 	}
-	return XMarkedShape(n)
+	return MarkedShape(n)
 }
 
 // upsert is every coalesced statement: rows (sorted, distinct counters), or
@@ -261,7 +257,7 @@ func (c *coalescer) shapeFor(n int) int {
 // committed, its error when it did not. A statement cut short by its context
 // is not settled, as its caller left: its marker is retired (its count is
 // unknown now) and its row deleted once the statement cannot be running.
-func (c *coalescer) upsert(db *gorm.DB, ctx context.Context, rows []XRow, one XRow) error {
+func (c *coalescer) upsert(db *gorm.DB, ctx context.Context, rows []Row, one Row) error {
 	if !c.marked() {
 		if rows == nil {
 			return c.p.UpsertOne(db, c.key.pool, false, one.Ref.Type, one.Ref.ID, one.Slots, one.Delta)
@@ -269,7 +265,7 @@ func (c *coalescer) upsert(db *gorm.DB, ctx context.Context, rows []XRow, one XR
 		return c.p.UpsertRows(db, c.key.pool, ctx, false, rows)
 	}
 	if rows == nil {
-		rows = []XRow{one}
+		rows = []Row{one}
 	}
 	m := c.marker(db, ctx)
 	err := c.p.upsertMarkedAt(db, c.key.pool, ctx, m, rows, false, c)

@@ -1,8 +1,7 @@
-package slotted
+package write
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -11,10 +10,10 @@ import (
 	"sync/atomic"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-	"gorm.io/gorm/logger"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // A multi-row upsert writes several counters with one statement, each row with
@@ -29,14 +28,14 @@ import (
 //
 // Every statement is prepared once per connection, so the number of distinct
 // statements is bounded: a batch has 1..8 rows, or a power of two up to
-// XMaxBatchRows. A batch that has some other number of rows is never padded (a
+// MaxBatchRows. A batch that has some other number of rows is never padded (a
 // key may not appear twice, and a filler row would lock and create rows): the
 // coalescer takes the largest shape that fits and leaves the rest for the next
 // statement; bulk writes split into shapes inside one transaction.
-const XMaxBatchRows = 1024
+const MaxBatchRows = 1024
 
-// XShapeFloor is the largest statement shape of at most n rows (n >= 1).
-func XShapeFloor(n int) int {
+// ShapeFloor is the largest statement shape of at most n rows (n >= 1).
+func ShapeFloor(n int) int {
 	if n <= 8 {
 		return n
 	}
@@ -51,14 +50,14 @@ func shapeIndex(rows int) int {
 	return 8 + bits.Len(uint(rows)) - 5
 }
 
-// XRow is one counter row of a multi-row upsert.
-type XRow struct {
-	Ref   Ref
+// Row is one counter row of a multi-row upsert.
+type Row struct {
+	Ref   meta.Ref
 	Slots int
 	Delta int64
 }
 
-func compareRows(a, b XRow) int { return meta.CompareRefs(a.Ref, b.Ref) }
+func compareRows(a, b Row) int { return meta.CompareRefs(a.Ref, b.Ref) }
 
 // batchStatements holds the rendered multi-row upserts, one per shape, rendered
 // on first use by gorm's own clause builders like the single-row upsert.
@@ -66,7 +65,7 @@ type batchStatements struct {
 	shapes [maxShapes]struct {
 		once    sync.Once
 		sql     string
-		rowArgs []arg // placeholder order within one row, the same for every row
+		rowArgs []Arg // placeholder order within one row, the same for every row
 		err     error
 		ready   atomic.Bool // sql is rendered: ownStatement may compare with it
 	}
@@ -75,7 +74,7 @@ type batchStatements struct {
 const maxShapes = 15 // shapeIndex(maxBatchRows) + 1
 
 // batchSQL returns the statement for a shape of rows (shapeFloor(rows) == rows, rows >= 2).
-func (p *Plugin) batchSQL(rows int) (string, []arg, error) {
+func (p *Engine) batchSQL(rows int) (string, []Arg, error) {
 	s := &p.batch.shapes[shapeIndex(rows)]
 	s.once.Do(func() {
 		s.sql, s.rowArgs, s.err = p.renderBatch(rows)
@@ -84,42 +83,10 @@ func (p *Plugin) batchSQL(rows int) (string, []arg, error) {
 	return s.sql, s.rowArgs, s.err
 }
 
-func (p *Plugin) renderBatch(n int) (string, []arg, error) {
-	tx := p.db.Session(&gorm.Session{NewDB: true, DryRun: true, SkipDefaultTransaction: true, SkipHooks: true, Logger: logger.Discard})
-	rows := make([]SlottedCounter, n)
-	for i := range rows {
-		rows[i] = SlottedCounter{RecordType: markType, RecordID: markID, Slot: markSlot, Count: markDelta}
-	}
-	count := clause.Column{Name: "count"}
-	inserted := any(clause.Column{Table: "excluded", Name: "count"})
-	if p.dialect.ValuesFunc {
-		// The MySQL driver turns only a bare excluded column into VALUES(); inside an expression it must be written out.
-		inserted = clause.Expr{SQL: "VALUES(?)", Vars: []any{count}}
-	}
-	up := tx.Table(p.cfg.Table).Clauses(addClause(p.dialect, inserted)).Create(&rows)
-	if up.Error != nil {
-		return "", nil, fmt.Errorf("slotted: rendering a %d-row upsert: %w", n, up.Error)
-	}
-	order, err := argOrder(up.Statement.Vars)
-	if err != nil {
-		return "", nil, err
-	}
-	per := len(order) / n
-	if per*n != len(order) || per == 0 {
-		return "", nil, fmt.Errorf("slotted: a %d-row upsert rendered %d bind values", n, len(order))
-	}
-	for i := per; i < len(order); i++ {
-		if order[i] != order[i-per] {
-			return "", nil, fmt.Errorf("slotted: a %d-row upsert binds its rows in different orders", n)
-		}
-	}
-	return up.Statement.SQL.String(), order[:per], nil
-}
-
 // BatchStatement reports whether query is one of the multi-row upserts
 // rendered so far: a statement reaches the driver only after execRows rendered
 // its shape.
-func (p *Plugin) BatchStatement(query string) bool {
+func (p *Engine) BatchStatement(query string) bool {
 	for i := range p.batch.shapes {
 		if s := &p.batch.shapes[i]; s.ready.Load() && s.sql == query {
 			return true
@@ -130,17 +97,17 @@ func (p *Plugin) BatchStatement(query string) bool {
 
 // ExecRows runs one multi-row upsert (len(rows) is a shape) through gorm's Raw
 // callback chain, like add, with a fresh random slot for every row.
-func (p *Plugin) ExecRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, rows []XRow) error {
+func (p *Engine) ExecRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, rows []Row) error {
 	var (
 		query string
 		vals  []any
 	)
 	if len(rows) == 1 {
 		r := rows[0]
-		query, vals = p.sql.upsert, args(p.sql.upsertArgs, r.Ref.Type, r.Ref.ID, rand.IntN(r.Slots), r.Delta)
+		query, vals = p.sql.Upsert, Args(p.sql.UpsertArgs, r.Ref.Type, r.Ref.ID, rand.IntN(r.Slots), r.Delta)
 	} else {
 		var (
-			order []arg
+			order []Arg
 			err   error
 		)
 		if query, order, err = p.batchSQL(len(rows)); err != nil {
@@ -148,20 +115,20 @@ func (p *Plugin) ExecRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context, 
 		}
 		vals = make([]any, 0, len(order)*len(rows))
 		for _, r := range rows {
-			vals = appendArgs(vals, order, r.Ref.Type, r.Ref.ID, rand.IntN(r.Slots), r.Delta)
+			vals = AppendArgs(vals, order, r.Ref.Type, r.Ref.ID, rand.IntN(r.Slots), r.Delta)
 		}
 	}
-	return XOverflowed(execRendered(db, pool, ctx, query, vals).Error)
+	return tables.Overflowed(ExecRendered(db, pool, ctx, query, vals).Error)
 }
 
-// XSortRows orders rows by key, the order every multi-row statement locks in
+// SortRows orders rows by key, the order every multi-row statement locks in
 // (unsorted multi-row upserts deadlock against each other).
-func XSortRows(rows []XRow) { slices.SortFunc(rows, compareRows) }
+func SortRows(rows []Row) { slices.SortFunc(rows, compareRows) }
 
 // mergeDelta adds d to sum, reporting false instead of overflowing int64.
-// XScaleDelta is n*weight, false when it leaves int64 (a counter cache's
+// ScaleDelta is n*weight, false when it leaves int64 (a counter cache's
 // Weight times a child's Sum column).
-func XScaleDelta(n, weight int64) (int64, bool) {
+func ScaleDelta(n, weight int64) (int64, bool) {
 	if weight == 1 {
 		return n, true
 	}
@@ -172,7 +139,7 @@ func XScaleDelta(n, weight int64) (int64, bool) {
 	return r, true
 }
 
-func XMergeDelta(sum, d int64) (int64, bool) {
+func MergeDelta(sum, d int64) (int64, bool) {
 	s := sum + d
 	if (d > 0 && s < sum) || (d < 0 && s > sum) {
 		return sum, false

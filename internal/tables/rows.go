@@ -1,9 +1,9 @@
-// Package rows holds the plugin's two tables as gorm models: the counter
+// Package tables holds the plugin's two tables as gorm models: the counter
 // table's slot rows (slotted.SlottedCounter is Counter) and the once table's
 // keys (AddOnce), with the key type both use. The root exports the counter
 // model under its own names; the mechanisms under internal/ write and read
 // through these.
-package rows
+package tables
 
 import (
 	"time"

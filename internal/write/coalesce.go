@@ -1,4 +1,4 @@
-package slotted
+package write
 
 import (
 	"context"
@@ -15,6 +15,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/errs"
+	"github.com/slotted-go/slotted/internal/meta"
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // Coalescing is group commit in the client. Writes outside a transaction that
@@ -25,7 +29,7 @@ import (
 // order. Every caller returns after that statement, with its outcome, or when
 // its context ends, whichever comes first: a write is exactly as durable, and
 // as ambiguous after a deadline, as one statement of its own, and many writes
-// share a round trip and a commit. A statement that fails with ErrOverflow
+// share a round trip and a commit. A statement that fails with errs.ErrOverflow
 // wrote nothing, but the overflow is one counter's: its callers then write
 // alone, each with a statement of its own, so each gets its own outcome.
 //
@@ -51,25 +55,25 @@ type coalesceKey struct {
 }
 
 type coalescer struct {
-	p   *Plugin
+	p   *Engine
 	key coalesceKey
 	// ephemeral: a routed coalescer is removed when it goes idle, so routing
 	// settings that vary per request cannot pile coalescers up.
 	ephemeral bool
 
 	mu      sync.Mutex
-	leaders int         // statements in flight (or leaders taking their batch); at MaxInFlight callers queue
-	dead    bool        // removed from p.coalescers: callers look it up again
-	pending []*waiter   // queued callers, oldest first; empty unless leaders == MaxInFlight
-	index   map[Ref]int // take's scratch: a counter's row in the batch
-	markers markerPool  // outcome markers of its statements (outcome.go)
+	leaders int              // statements in flight (or leaders taking their batch); at MaxInFlight callers queue
+	dead    bool             // removed from p.coalescers: callers look it up again
+	pending []*waiter        // queued callers, oldest first; empty unless leaders == MaxInFlight
+	index   map[meta.Ref]int // take's scratch: a counter's row in the batch
+	markers markerPool       // outcome markers of its statements (outcome.go)
 	// settling: statements whose outcome is being looked up, their slots lent (outcome_lend.go)
 	settling int
 
 	lingering lingerState // Config.Linger (linger.go)
 	// onceKinds is take's scratch too: the AddOnce (false) or RemoveOnce
 	// (true) keys in the batch.
-	onceKinds map[[3]Key]bool
+	onceKinds map[[3]tables.Key]bool
 }
 
 type waiterState uint8
@@ -86,11 +90,11 @@ type waiter struct {
 	// rows are the caller's row deltas, each counter once, written together
 	// or not at all: one[:] for a single counter (no allocation beyond the
 	// waiter's), a bucketed counter's total and bucket, a bulk write's rows.
-	rows []XRow
-	one  [1]XRow
+	rows []Row
+	one  [1]Row
 	// once guards rows with an AddOnce key: they are written only if the
 	// key is new (once_batch.go). nil for every other write.
-	once  *XOnceWrite
+	once  *OnceWrite
 	state waiterState // guarded by coalescer.mu, like lead and expired
 	lead  bool
 	// expired is its context's error as take saw it, once per take: a
@@ -103,7 +107,7 @@ type waiter struct {
 // CoalescerFor returns the coalescer for db's writes, or nil when they are
 // written directly: inside the caller's transaction (nothing is coalesced
 // there), with coalescing off, in DryRun, or on a pool that cannot be a map key.
-func (p *Plugin) CoalescerFor(db *gorm.DB, pool gorm.ConnPool, inTx bool) *coalescer {
+func (p *Engine) CoalescerFor(db *gorm.DB, pool gorm.ConnPool, inTx bool) *coalescer {
 	if inTx || p.cfg.DisableCoalescing || db.DryRun {
 		return nil
 	}
@@ -140,14 +144,14 @@ func routingOf(stmt *gorm.Statement) string {
 }
 
 // Coalesce writes delta to ref through db's coalescer.
-func (p *Plugin) Coalesce(db *gorm.DB, c *coalescer, ref Ref, slots int, delta int64) error {
-	return p.CoalesceRows(db, c, XRow{Ref: ref, Slots: slots, Delta: delta}, nil, nil)
+func (p *Engine) Coalesce(db *gorm.DB, c *coalescer, ref meta.Ref, slots int, delta int64) error {
+	return p.CoalesceRows(db, c, Row{Ref: ref, Slots: slots, Delta: delta}, nil, nil)
 }
 
 // CoalesceRows writes one row (rows nil) or several rows (sorted, each
 // counter once; written all or none) through db's coalescer, guarded by
 // once's key when once is not nil.
-func (p *Plugin) CoalesceRows(db *gorm.DB, c *coalescer, one XRow, rows []XRow, once *XOnceWrite) error {
+func (p *Engine) CoalesceRows(db *gorm.DB, c *coalescer, one Row, rows []Row, once *OnceWrite) error {
 	for {
 		again, err := c.add(db, one, rows, once)
 		if !again {
@@ -157,7 +161,7 @@ func (p *Plugin) CoalesceRows(db *gorm.DB, c *coalescer, one XRow, rows []XRow, 
 	}
 }
 
-func (c *coalescer) add(db *gorm.DB, one XRow, rows []XRow, once *XOnceWrite) (again bool, err error) {
+func (c *coalescer) add(db *gorm.DB, one Row, rows []Row, once *OnceWrite) (again bool, err error) {
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
@@ -185,7 +189,7 @@ func (c *coalescer) add(db *gorm.DB, one XRow, rows []XRow, once *XOnceWrite) (a
 			}
 			c.p.batching.record(len(rows), 1)
 			ctx := session.Context(db)
-			return false, c.upsert(db, ctx, rows, XRow{})
+			return false, c.upsert(db, ctx, rows, Row{})
 		}
 	}
 	w := &waiter{db: db, ctx: session.Context(db), once: once, lead: lingering, done: make(chan error, 1)}
@@ -258,7 +262,7 @@ func (c *coalescer) writeOwn(w *waiter) error {
 	if len(w.rows) == 1 {
 		return c.upsert(w.db, w.ctx, nil, w.rows[0])
 	}
-	return c.upsert(w.db, w.ctx, w.rows, XRow{})
+	return c.upsert(w.db, w.ctx, w.rows, Row{})
 }
 
 // lead writes the next batch, w's delta first, and hands leadership on. A
@@ -319,7 +323,7 @@ func (leaderPanic) Error() string { return errLeaderPanicked.Error() }
 // in a callback is logged (no caller may be waiting any more, and a panic in
 // a goroutine no caller owns would end the process); the leader, if it still
 // waits, panics with it, and the others get errLeaderPanicked.
-func (c *coalescer) run(w *waiter, rows []XRow, batch []*waiter) {
+func (c *coalescer) run(w *waiter, rows []Row, batch []*waiter) {
 	var err, others error = leaderPanic{}, errLeaderPanicked
 	defer func() {
 		c.endTurn()
@@ -342,7 +346,7 @@ func (c *coalescer) run(w *waiter, rows []XRow, batch []*waiter) {
 			w.db.Logger.Error(w.ctx, "slotted: a callback panicked in a coalesced statement of %d writes: %v\n%s", len(batch), r, debug.Stack())
 		}
 	}()
-	if err = c.write(w, rows, batch); errors.Is(err, ErrOverflow) {
+	if err = c.write(w, rows, batch); errors.Is(err, errs.ErrOverflow) {
 		err = errAlone
 	}
 	others, finished = err, true
@@ -359,7 +363,7 @@ func (c *coalescer) endTurn() {
 // its own context, as without coalescing. Otherwise the statement carries
 // other callers' writes, so it runs on a context none of them can cancel
 // (keeping the leader's values, such as trace spans), bounded by BatchTimeout.
-func (c *coalescer) write(w *waiter, rows []XRow, batch []*waiter) error {
+func (c *coalescer) write(w *waiter, rows []Row, batch []*waiter) error {
 	if c.p.cfg.Linger > 0 {
 		defer func(start time.Time) { c.took(len(batch), time.Since(start)) }(time.Now())
 	}
@@ -368,7 +372,7 @@ func (c *coalescer) write(w *waiter, rows []XRow, batch []*waiter) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), c.p.cfg.BatchTimeout)
 	defer cancel()
-	XSortRows(rows)
+	SortRows(rows)
 	start := batchStart()
 	var err error
 	if onces := onceWaiters(batch); onces != nil {
@@ -377,7 +381,7 @@ func (c *coalescer) write(w *waiter, rows []XRow, batch []*waiter) error {
 		// One statement when the rows are a shape; several in one transaction
 		// when multi-row writes left a row of the shape empty or the leader's own
 		// write is larger than a shape.
-		err = c.upsert(w.db, ctx, rows, XRow{})
+		err = c.upsert(w.db, ctx, rows, Row{})
 	}
 	return c.p.batchDone(ctx, start, len(rows), len(batch), err)
 }
@@ -389,9 +393,9 @@ func (c *coalescer) write(w *waiter, rows []XRow, batch []*waiter) error {
 // A caller's rows go into one batch together or wait together: a delta that
 // would overflow its row's sum, or rows cut off by the shape, wait for the
 // next statement. The leader's own rows are always taken, however many.
-func (c *coalescer) take(w *waiter) (rows []XRow, batch []*waiter) {
+func (c *coalescer) take(w *waiter) (rows []Row, batch []*waiter) {
 	if c.index == nil {
-		c.index, c.onceKinds = map[Ref]int{}, map[[3]Key]bool{}
+		c.index, c.onceKinds = map[meta.Ref]int{}, map[[3]tables.Key]bool{}
 	}
 	clear(c.index)
 	clear(c.onceKinds)
@@ -419,7 +423,7 @@ func (c *coalescer) take(w *waiter) (rows []XRow, batch []*waiter) {
 	if w.once == nil {
 		k = max(k, len(w.rows))
 	}
-	rows = make([]XRow, k)
+	rows = make([]Row, k)
 	keys := 0 // AddOnce callers taken
 	keep := c.pending[:0]
 	for _, o := range c.pending {
@@ -468,7 +472,7 @@ func (c *coalescer) take(w *waiter) (rows []XRow, batch []*waiter) {
 	c.pending = keep
 	// A row stays empty when the caller who indexed it waits (its rows were
 	// cut by the shape, or one would overflow): drop it, rows are never padded.
-	rows = slices.DeleteFunc(rows, func(r XRow) bool { return r.Slots == 0 })
+	rows = slices.DeleteFunc(rows, func(r Row) bool { return r.Slots == 0 })
 	return rows, batch
 }
 
@@ -496,13 +500,13 @@ func (c *coalescer) newRows(o *waiter) int {
 
 // fits reports whether all of o's rows are in the batch's first len(rows)
 // rows and add to them without overflowing (under mu).
-func (c *coalescer) fits(o *waiter, rows []XRow) bool {
+func (c *coalescer) fits(o *waiter, rows []Row) bool {
 	for _, r := range o.rows {
 		i, ok := c.index[r.Ref]
 		if !ok || i >= len(rows) {
 			return false
 		}
-		if _, ok := XMergeDelta(rows[i].Delta, r.Delta); !ok {
+		if _, ok := MergeDelta(rows[i].Delta, r.Delta); !ok {
 			return false
 		}
 	}
@@ -552,10 +556,10 @@ func (s *batchStats) record(rows, writes int) {
 	s.rows[shapeIndex(max(rows, 1))].Add(1) // a batch of AddOnce keys alone sums its rows in later
 }
 
-func (s *batchStats) report(out *Stats) {
+func (s *batchStats) report(out *Counts) {
 	out.Batches, out.BatchedWrites, out.Waiting = s.batches.Load(), s.writes.Load(), s.waiting.Load()
 	out.BatchRows = map[int]uint64{}
-	for rows := 1; rows <= XMaxBatchRows; rows = nextShape(rows) {
+	for rows := 1; rows <= MaxBatchRows; rows = nextShape(rows) {
 		if n := s.rows[shapeIndex(rows)].Load(); n > 0 {
 			out.BatchRows[rows] = n
 		}

@@ -1,4 +1,4 @@
-package slotted
+package write
 
 import (
 	"cmp"
@@ -10,6 +10,10 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/errs"
+	"github.com/slotted-go/slotted/internal/meta"
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // AddOnce coalesced. Concurrent AddOnce calls outside a transaction queue in
@@ -33,21 +37,21 @@ import (
 // writes nothing, and its callers then write alone, each its own outcome.
 // Inside the caller's transaction the same statements run on its connection.
 
-// XOnceWrite is the key an AddOnce caller's rows are guarded by, and its outcome.
-type XOnceWrite struct {
-	row onceRow
+// OnceWrite is the key an AddOnce caller's rows are guarded by, and its outcome.
+type OnceWrite struct {
+	row tables.Once
 	// rowsFor, set for RemoveOnce, gives the rows a delta touches: the key is
 	// deleted and rowsFor(-its delta) written. nil for AddOnce.
-	rowsFor func(delta int64) []XRow
+	rowsFor func(delta int64) []Row
 	applied bool // set by the batch that wrote it (RemoveOnce: row.Delta too), read by the caller after the batch's outcome
 }
 
 // onceKeyOf is the key's identity.
-func onceKeyOf(r *onceRow) [3]Key { return [3]Key{r.RecordType, r.RecordID, r.OpKey} }
+func onceKeyOf(r *tables.Once) [3]tables.Key { return [3]tables.Key{r.RecordType, r.RecordID, r.OpKey} }
 
 // byOnceKey indexes a batch's once callers by their key.
-func byOnceKey(ws []*waiter) map[[3]Key]*waiter {
-	index := make(map[[3]Key]*waiter, len(ws))
+func byOnceKey(ws []*waiter) map[[3]tables.Key]*waiter {
+	index := make(map[[3]tables.Key]*waiter, len(ws))
 	for _, o := range ws {
 		index[onceKeyOf(&o.once.row)] = o
 	}
@@ -55,8 +59,8 @@ func byOnceKey(ws []*waiter) map[[3]Key]*waiter {
 }
 
 // onceRowCondition selects r's key in the once table.
-func onceRowCondition(r *onceRow) clause.Expression {
-	return onceCondition(Ref{Type: string(r.RecordType), ID: string(r.RecordID)}, string(r.OpKey))
+func onceRowCondition(r *tables.Once) clause.Expression {
+	return onceCondition(meta.Ref{Type: string(r.RecordType), ID: string(r.RecordID)}, string(r.OpKey))
 }
 
 func compareOnceKeys(a, b *waiter) int {
@@ -68,7 +72,7 @@ func compareOnceKeys(a, b *waiter) int {
 // per counter) and the rows of every AddOnce caller in onces whose key is new
 // (or expired), marking those applied. Everything it writes is computed from
 // what it reads in tx, so a retried transaction starts over.
-func (p *Plugin) ApplyOnces(tx *gorm.DB, rows []XRow, onces []*waiter) error {
+func (p *Engine) ApplyOnces(tx *gorm.DB, rows []Row, onces []*waiter) error {
 	var adds, removes []*waiter
 	for _, o := range onces {
 		o.once.applied = false
@@ -113,7 +117,7 @@ func (p *Plugin) ApplyOnces(tx *gorm.DB, rows []XRow, onces []*waiter) error {
 			}
 		}
 	}
-	all, err := XSumRows(all)
+	all, err := SumRows(all)
 	if err != nil {
 		return err
 	}
@@ -123,30 +127,30 @@ func (p *Plugin) ApplyOnces(tx *gorm.DB, rows []XRow, onces []*waiter) error {
 	return p.UpsertRows(tx, tx.Statement.ConnPool, session.Context(tx), true, all)
 }
 
-// XSumRows sorts rows by key and sums the rows of one counter (ErrOverflow
+// SumRows sorts rows by key and sums the rows of one counter (errs.ErrOverflow
 // when a sum leaves int64: the batch is undone and its callers write alone).
-func XSumRows(rows []XRow) ([]XRow, error) {
-	rows = XDropZero(rows)
-	XSortRows(rows)
+func SumRows(rows []Row) ([]Row, error) {
+	rows = DropZero(rows)
+	SortRows(rows)
 	out := rows[:0]
 	for _, r := range rows {
 		if n := len(out); n > 0 && out[n-1].Ref == r.Ref {
-			sum, ok := XMergeDelta(out[n-1].Delta, r.Delta)
+			sum, ok := MergeDelta(out[n-1].Delta, r.Delta)
 			if !ok {
-				return nil, ErrOverflow
+				return nil, errs.ErrOverflow
 			}
 			out[n-1].Delta, out[n-1].Slots = sum, min(out[n-1].Slots, r.Slots)
 			continue
 		}
 		out = append(out, r)
 	}
-	return XDropZero(out), nil
+	return DropZero(out), nil
 }
 
 // insertKeys inserts the keys (sorted, distinct) with one statement that
 // returns the ones it inserted, and marks their callers applied; a statement
 // per key where the server has no RETURNING (returning.go).
-func (p *Plugin) insertKeys(tx *gorm.DB, keys []*waiter) error {
+func (p *Engine) insertKeys(tx *gorm.DB, keys []*waiter) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -211,7 +215,7 @@ func (p *Plugin) insertKeys(tx *gorm.DB, keys []*waiter) error {
 		if err := res.Scan(&k[0], &k[1], &k[2]); err != nil {
 			return err
 		}
-		if o, ok := index[[3]Key{Key(k[0]), Key(k[1]), Key(k[2])}]; ok {
+		if o, ok := index[[3]tables.Key{tables.Key(k[0]), tables.Key(k[1]), tables.Key(k[2])}]; ok {
 			o.once.applied = true
 		}
 	}
@@ -223,13 +227,13 @@ func (p *Plugin) insertKeys(tx *gorm.DB, keys []*waiter) error {
 // key read as expired is deleted: a DELETE of a live key would ask InnoDB
 // for the X lock that racing duplicates, holding the S lock of their INSERT
 // IGNORE, all ask for too (a deadlock).
-func (p *Plugin) replaceExpired(tx *gorm.DB, seen []*waiter) error {
+func (p *Engine) replaceExpired(tx *gorm.DB, seen []*waiter) error {
 	now := time.Now().UTC()
 	conds := make([]clause.Expression, len(seen))
 	for i, o := range seen {
 		conds[i] = onceRowCondition(&o.once.row)
 	}
-	var expired []onceRow
+	var expired []tables.Once
 	if err := tx.Table(p.cfg.OnceTable).Select("record_type", "record_id", "op_key").Where(clause.Or(conds...)).
 		Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Find(&expired).Error; err != nil || len(expired) == 0 {
 		return err
@@ -242,7 +246,7 @@ func (p *Plugin) replaceExpired(tx *gorm.DB, seen []*waiter) error {
 			continue
 		}
 		res := tx.Table(p.cfg.OnceTable).Where(onceRowCondition(&o.once.row)).
-			Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Delete(&onceRow{})
+			Where(clause.Lte{Column: clause.Column{Name: "expires_at"}, Value: now}).Delete(&tables.Once{})
 		if res.Error != nil {
 			return res.Error
 		}
@@ -260,7 +264,7 @@ func (p *Plugin) replaceExpired(tx *gorm.DB, seen []*waiter) error {
 //
 //	DELETE FROM `slotted_once` WHERE ((`record_type` = ? AND `record_id` = ? AND `op_key` = ?) OR (...))
 //	  AND (`expires_at` IS NULL OR `expires_at` > ?) RETURNING `record_type`,`record_id`,`op_key`,`delta`
-func (p *Plugin) deleteKeys(tx *gorm.DB, removes []*waiter) error {
+func (p *Engine) deleteKeys(tx *gorm.DB, removes []*waiter) error {
 	if !p.dialect.Returning {
 		expires := clause.Column{Name: "expires_at"}
 		live := clause.Or(clause.Eq{Column: expires, Value: nil}, clause.Gt{Column: expires, Value: time.Now().UTC()})
@@ -312,7 +316,7 @@ func (p *Plugin) deleteKeys(tx *gorm.DB, removes []*waiter) error {
 		if err := res.Scan(&k[0], &k[1], &k[2], &delta); err != nil {
 			return err
 		}
-		if o, ok := index[[3]Key{Key(k[0]), Key(k[1]), Key(k[2])}]; ok {
+		if o, ok := index[[3]tables.Key{tables.Key(k[0]), tables.Key(k[1]), tables.Key(k[2])}]; ok {
 			o.once.applied, o.once.row.Delta = true, delta
 		}
 	}

@@ -1,4 +1,4 @@
-package slotted
+package write
 
 // lend gives the slot of a statement whose outcome is being looked up to the
 // next statement, and returns what takes it back. The lookup may wait for

@@ -1,14 +1,16 @@
-package slotted
+package write
 
 import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // insertKeysEach is insertKeys without RETURNING: each key (sorted, distinct)
 // is an INSERT IGNORE / ON CONFLICT DO NOTHING of its own in the batch's
 // transaction, and one row affected means it was new.
-func (p *Plugin) insertKeysEach(tx *gorm.DB, keys []*waiter) error {
+func (p *Engine) insertKeysEach(tx *gorm.DB, keys []*waiter) error {
 	for _, o := range keys {
 		q := tx.Table(p.cfg.OnceTable)
 		if p.dialect.InsertIgnore {
@@ -29,12 +31,12 @@ func (p *Plugin) insertKeysEach(tx *gorm.DB, keys []*waiter) error {
 // deleteKeysEach is deleteKeys without RETURNING: the live keys of removes
 // are read with their deltas under a lock, then deleted, in the batch's
 // transaction.
-func (p *Plugin) deleteKeysEach(tx *gorm.DB, removes []*waiter, live clause.Expression) error {
+func (p *Engine) deleteKeysEach(tx *gorm.DB, removes []*waiter, live clause.Expression) error {
 	conds := make([]clause.Expression, len(removes))
 	for i, o := range removes {
 		conds[i] = onceRowCondition(&o.once.row)
 	}
-	var found []onceRow
+	var found []tables.Once
 	q := tx.Table(p.cfg.OnceTable).Select("record_type", "record_id", "op_key", "delta").Where(clause.Or(conds...)).Where(live)
 	if p.dialect.LockingReads {
 		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
@@ -53,5 +55,5 @@ func (p *Plugin) deleteKeysEach(tx *gorm.DB, removes []*waiter, live clause.Expr
 	if len(del) == 0 {
 		return nil
 	}
-	return tx.Table(p.cfg.OnceTable).Where(clause.Or(del...)).Delete(&onceRow{}).Error
+	return tx.Table(p.cfg.OnceTable).Where(clause.Or(del...)).Delete(&tables.Once{}).Error
 }

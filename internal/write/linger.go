@@ -1,4 +1,4 @@
-package slotted
+package write
 
 import "time"
 
