@@ -136,6 +136,16 @@ func TestCounterCacheMultiLevel(t *testing.T) {
 		assert.Equal(t, int64(3), mlCount(t, db, &regions[0], "reviews"))
 		requireMLExact(t, db)
 
+		// A nested create: a user with reviews, a company with a user with reviews.
+		require.NoError(t, db.Create(&MLUser{CompanyID: ref(c2.ID), Reviews: []MLReview{{}, {Published: true}}}).Error)
+		require.NoError(t, db.Create(&MLCompany{RegionID: ref(regions[1].ID), Users: []MLUser{{Reviews: []MLReview{{}}}}}).Error)
+		assert.Equal(t, int64(3), mlCount(t, db, c2, "reviews"))
+		assert.Equal(t, int64(4), mlCount(t, db, &regions[1], "reviews"))
+		requireMLExact(t, db)
+		require.NoError(t, db.Where("user_id IN (?)", db.Model(&MLUser{}).Select("id").Where("id > ?", u4.ID)).Delete(&MLReview{}).Error)
+		assert.Equal(t, int64(1), mlCount(t, db, c2, "reviews"))
+		assert.Equal(t, int64(1), mlCount(t, db, &regions[1], "reviews"))
+
 		// A review moving to a user of another company, a condition flip, a
 		// review moving to the user without company.
 		require.NoError(t, db.Model(&r1).Update("user_id", u3.ID).Error)
