@@ -37,7 +37,10 @@ import (
 //     flipping) moves the user's counter total N: the user row is locked FOR
 //     UPDATE as for any child, then the counter's slot rows are locked and
 //     summed, and -N / +N go to the old and new company: one delta of N, not N
-//     statements.
+//     statements. Only rows whose image changed read their total, after the
+//     statement, unless the statement may save nested children: those are
+//     counted up the chain by themselves, so the total is read before it
+//     (contributeTotals).
 //
 // Why it is exact: a review's transaction holds its user's row in share mode
 // from before it writes the user's counter until it commits, and a user's

@@ -239,6 +239,13 @@ func TestCounterCacheMultiLevel(t *testing.T) {
 		drift, err = slotted.Fix(db, &[]MLCompany{*c1, *c2}, slotted.FixOptions{})
 		require.NoError(t, err)
 		assert.Empty(t, drift)
+		// Three levels: the region's count joins companies, users and reviews.
+		require.NoError(t, slotted.Increment(db, &regions[1], "reviews"))
+		drift, err = slotted.Fix(db, &regions, slotted.FixOptions{})
+		require.NoError(t, err)
+		require.Len(t, drift, 1)
+		assert.Equal(t, drift[0].Stored-1, drift[0].Actual)
+		requireMLExact(t, db)
 	})
 }
 
