@@ -87,10 +87,11 @@ type cacheOp struct {
 	// being carried up to the caches that add them up (countercache_multilevel.go).
 	share     bool
 	propagate map[*meta.Counter]map[string]int64
-	// totalsLater: an update's "before" images wait in before for the
-	// "after" ones, and only rows whose image changed read their totals.
-	totalsLater bool
-	before      map[string]image
+	// paired: an "after" image follows (update, upsert); the "before"
+	// images wait in before, and only rows whose image changed count, with
+	// the totals read before the statement (or after it, when totalsLater).
+	paired, totalsLater bool
+	before              map[string]pendingRow
 }
 
 // otherTable reports a statement on the model's struct but another table
@@ -134,7 +135,7 @@ func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
 	}
 	// An upsert may update existing children (Save of a slice, association
 	// saving, OnConflict): their "before" image is read by primary key.
-	op := &cacheOp{cc: cc, deltas: deltas{}, totalsLater: true}
+	op := &cacheOp{cc: cc, deltas: deltas{}, paired: true, totalsLater: !nestedSaves(s)}
 	var keys []any
 	meta.EachStruct(s.ReflectValue, func(v reflect.Value) {
 		if k, zero := cc.key.ValueOf(s.Context, v); !zero {
@@ -251,7 +252,7 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 		return
 	}
 	if op == nil {
-		op = &cacheOp{cc: cc, deltas: deltas{}}
+		op = &cacheOp{cc: cc, deltas: deltas{}, paired: true} // no "before": new rows bring no counter total
 	}
 	if upsert || cc.selectOnCreate || (op.records == nil && cc.restricted(s)) {
 		// Read the rows back: the database decides what an upsert changed,
@@ -321,7 +322,7 @@ func (p *Plugin) cacheBeforeChange(db *gorm.DB) {
 	if beginOwnTx(db); db.Error != nil {
 		return
 	}
-	op := &cacheOp{cc: cc, deltas: deltas{}, totalsLater: !deleting}
+	op := &cacheOp{cc: cc, deltas: deltas{}, paired: !deleting, totalsLater: !deleting && !nestedSaves(s)}
 	if where, ordered := p.orderedLocks(s); ordered {
 		var keys []any
 		if keys, ok = p.candidateKeys(db, cc, s.Unscoped, scope); ok {
@@ -356,7 +357,7 @@ func (p *Plugin) cacheAfterChange(db *gorm.DB) {
 	// reads them again, as after any update.
 	softDelete := op.cc.withDeleted && !s.Unscoped && op.cc.deleted != nil
 	if (!slices.Contains(s.BuildClauses, "DELETE") || softDelete) && len(op.keys) > 0 {
-		after := &cacheOp{cc: op.cc, deltas: op.deltas, before: op.before}
+		after := &cacheOp{cc: op.cc, deltas: op.deltas, paired: op.paired, totalsLater: op.totalsLater, before: op.before}
 		if err := p.readImagesByKey(db, op.cc, after, +1, op.keys); err != nil {
 			_ = db.AddError(err)
 			return

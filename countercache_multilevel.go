@@ -42,7 +42,10 @@ import (
 //     flipping) moves the user's counter total N: the user row is locked FOR
 //     UPDATE as for any child, then the counter's slot rows are locked and
 //     summed, and -N / +N go to the old and new company: one delta of N, not N
-//     statements.
+//     statements. Only rows whose image changed read their total, after the
+//     statement, unless the statement may save nested children: those are
+//     counted up the chain by themselves, so the total is read before it
+//     (contributeTotals).
 //
 // Why it is exact: a review's transaction holds its user's row in share mode
 // from before it writes the user's counter until it commits, and a user's
@@ -186,9 +189,24 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-// contributeTotals counts images of rows (keys) once the totals of the
-// counters SumCounter caches add up are known: the changes being propagated,
-// or the counters' stored totals, read under the lock of every slot row.
+// pendingRow is a "before" image waiting for its "after" one, with the
+// counters' totals when they were read before the statement.
+type pendingRow struct {
+	img    image
+	totals []int64
+}
+
+// contributeTotals counts images of rows (keys) with the totals of the
+// counters SumCounter caches add up: the changes being propagated, or the
+// counters' stored totals, read under the lock of every slot row.
+//
+// An update or upsert keeps its "before" images until the "after" ones are
+// read: a row whose image did not change counts -x and +x, so only the others
+// count, and (when totalsLater) only they lock and read their totals. A
+// statement that may save nested children (gorm's association saving) reads
+// the totals before it, because those children change the totals in between
+// and are counted up the chain by themselves; a row that was not there before
+// brings a total of 0 for the same reason.
 func (p *Plugin) contributeTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, imgs []image, keys []any) error {
 	ids := make([]string, len(keys))
 	for i, k := range keys {
@@ -198,35 +216,75 @@ func (p *Plugin) contributeTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sig
 		}
 		ids[i] = id
 	}
-	if op.propagate == nil && op.totalsLater && sign < 0 {
-		op.before = make(map[string]image, len(imgs))
+	switch {
+	case op.propagate != nil || !op.paired:
+		return p.countWithTotals(db, cc, op, sign, imgs, ids)
+	case sign < 0:
+		var totals map[Ref]int64
+		if !op.totalsLater {
+			var err error
+			if totals, err = p.lockedTotals(db, cc.totals, ids); err != nil {
+				return err
+			}
+		}
+		if op.before == nil {
+			op.before = make(map[string]pendingRow, len(imgs))
+		}
 		for i, img := range imgs {
-			op.before[ids[i]] = img
+			row := pendingRow{img: img}
+			if totals != nil {
+				row.totals = make([]int64, len(cc.totals))
+				for j, c := range cc.totals {
+					row.totals[j] = totals[Ref{Type: c.RecordType, ID: ids[i]}]
+				}
+			}
+			op.before[ids[i]] = row
 		}
 		return nil
 	}
-	if op.before != nil && sign > 0 {
-		// A row whose image did not change counts -x and +x: only the
-		// others read (and lock) their totals.
-		var beforeImgs, afterImgs []image
-		var beforeIDs, afterIDs []string
-		for i, img := range imgs {
-			b, ok := op.before[ids[i]]
-			delete(op.before, ids[i])
-			if ok && sameImage(b, img) {
-				continue
-			}
-			if ok {
-				beforeImgs, beforeIDs = append(beforeImgs, b), append(beforeIDs, ids[i])
-			}
-			afterImgs, afterIDs = append(afterImgs, img), append(afterIDs, ids[i])
+	type change struct {
+		id            string
+		before, after image
+		totals        []int64
+	}
+	var changed []change
+	var fresh []image
+	for i, img := range imgs {
+		b, ok := op.before[ids[i]]
+		delete(op.before, ids[i])
+		switch {
+		case !ok:
+			img.totals = make([]int64, len(cc.totals)) // a row that was not there: 0
+			fresh = append(fresh, img)
+		case !sameImage(b.img, img):
+			changed = append(changed, change{id: ids[i], before: b.img, after: img, totals: b.totals})
 		}
-		if err := p.countWithTotals(db, cc, op, -1, beforeImgs, beforeIDs); err != nil {
+	}
+	if len(changed) > 0 && changed[0].totals == nil { // totalsLater: read once, for the rows that changed
+		ids := make([]string, len(changed))
+		for i, c := range changed {
+			ids[i] = c.id
+		}
+		totals, err := p.lockedTotals(db, cc.totals, ids)
+		if err != nil {
 			return err
 		}
-		return p.countWithTotals(db, cc, op, +1, afterImgs, afterIDs)
+		for i := range changed {
+			changed[i].totals = make([]int64, len(cc.totals))
+			for j, c := range cc.totals {
+				changed[i].totals[j] = totals[Ref{Type: c.RecordType, ID: changed[i].id}]
+			}
+		}
 	}
-	return p.countWithTotals(db, cc, op, sign, imgs, ids)
+	before, after := make([]image, 0, len(changed)), fresh
+	for _, c := range changed {
+		c.before.totals, c.after.totals = c.totals, c.totals
+		before, after = append(before, c.before), append(after, c.after)
+	}
+	if err := p.countWithTotals(db, cc, op, -1, before, nil); err != nil {
+		return err
+	}
+	return p.countWithTotals(db, cc, op, +1, after, nil)
 }
 
 // countBefore counts the removal of the "before" images that no "after"
@@ -237,11 +295,42 @@ func (p *Plugin) countBefore(db *gorm.DB, op *cacheOp) error {
 	}
 	ids := slices.Sorted(maps.Keys(op.before))
 	imgs := make([]image, len(ids))
+	known := true
 	for i, id := range ids {
-		imgs[i] = op.before[id]
+		imgs[i] = op.before[id].img
+		imgs[i].totals = op.before[id].totals
+		known = known && imgs[i].totals != nil
 	}
 	op.before = nil
+	if known {
+		return p.countWithTotals(db, op.cc, op, -1, imgs, nil)
+	}
 	return p.countWithTotals(db, op.cc, op, -1, imgs, ids)
+}
+
+// nestedSaves reports whether a statement may save associations of its
+// records (gorm's association saving): a relationship field is set on one of
+// them and the statement does not omit associations.
+func nestedSaves(s *gorm.Statement) bool {
+	if slices.Contains(s.Omits, clause.Associations) || s.Schema == nil {
+		return false
+	}
+	found := false
+	meta.EachStruct(s.ReflectValue, func(v reflect.Value) {
+		if found || v.Type() != s.Schema.ModelType {
+			return
+		}
+		for _, rel := range s.Schema.Relationships.Relations {
+			if rel.Field == nil || rel.Field.Schema != s.Schema {
+				continue // gorm lists some relationships of other models here too
+			}
+			if _, zero := rel.Field.ValueOf(s.Context, v); !zero {
+				found = true
+				return
+			}
+		}
+	})
+	return found
 }
 
 // sameImage reports whether two images of a row count the same in every cache.
@@ -252,26 +341,29 @@ func sameImage(a, b image) bool {
 
 func sameValue(a, b any) bool { return reflect.DeepEqual(a, b) }
 
-// countWithTotals contributes images (of the records ids) with the totals of
-// the counters SumCounter caches add up.
+// countWithTotals contributes images. With ids, their totals are read (or,
+// when propagating, taken from the changes) for those records; without, the
+// images carry them.
 func (p *Plugin) countWithTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, imgs []image, ids []string) error {
 	if len(imgs) == 0 {
 		return nil
 	}
 	var totals map[Ref]int64
-	if op.propagate == nil {
+	if ids != nil && op.propagate == nil {
 		var err error
 		if totals, err = p.lockedTotals(db, cc.totals, ids); err != nil {
 			return err
 		}
 	}
 	for i, img := range imgs {
-		img.totals = make([]int64, len(cc.totals))
-		for j, c := range cc.totals {
-			if op.propagate != nil {
-				img.totals[j] = op.propagate[c][ids[i]]
-			} else {
-				img.totals[j] = totals[Ref{Type: c.RecordType, ID: ids[i]}]
+		if ids != nil {
+			img.totals = make([]int64, len(cc.totals))
+			for j, c := range cc.totals {
+				if op.propagate != nil {
+					img.totals[j] = op.propagate[c][ids[i]]
+				} else {
+					img.totals[j] = totals[Ref{Type: c.RecordType, ID: ids[i]}]
+				}
 			}
 		}
 		img.propagating = op.propagate != nil

@@ -30,6 +30,7 @@ type MLCompany struct {
 	Reviews   int64    `gorm:"-" slotted:"reviews"`
 	Published int64    `gorm:"-" slotted:"published"`
 	Active    int64    `gorm:"-" slotted:"active_reviews"`
+	Weighted  int64    `gorm:"-" slotted:"weighted"`
 }
 
 type MLUser struct {
@@ -61,6 +62,9 @@ func mlDB(t testing.TB, db *gorm.DB) {
 	// A condition on the intermediate level: reviews of active users only.
 	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "active_reviews", slotted.SumCounter("reviews"),
 		slotted.Where("active = ?", true), slotted.Match(func(u *MLUser) bool { return u.Active })))
+	// Options at the second level: 3 per review, soft-deleted users' reviews too.
+	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "weighted", slotted.SumCounter("reviews"),
+		slotted.Weight(3), slotted.WithDeleted()))
 	require.NoError(t, slotted.CounterCache(db, &MLRegion{}, "Companies", "reviews", slotted.SumCounter("reviews")))
 }
 
@@ -93,6 +97,10 @@ func requireMLExact(t testing.TB, db *gorm.DB) {
 		require.Equal(t, through("ml_companies.id = ?", c.ID), c.Reviews, "company %d reviews", c.ID)
 		require.Equal(t, through("ml_companies.id = ? AND ml_reviews.published = ?", c.ID, true), c.Published, "company %d published", c.ID)
 		require.Equal(t, through("ml_companies.id = ? AND ml_users.active = ?", c.ID, true), c.Active, "company %d active", c.ID)
+		var withDeleted int64
+		require.NoError(t, db.Table("ml_reviews").Joins("JOIN ml_users ON ml_users.id = ml_reviews.user_id").
+			Where("ml_reviews.deleted_at IS NULL AND ml_users.company_id = ?", c.ID).Count(&withDeleted).Error)
+		require.Equal(t, 3*withDeleted, c.Weighted, "company %d weighted", c.ID)
 	}
 	var regions []MLRegion
 	require.NoError(t, db.Find(&regions).Error)
@@ -135,6 +143,16 @@ func TestCounterCacheMultiLevel(t *testing.T) {
 		assert.Equal(t, int64(1), mlCount(t, db, c2, "reviews"))
 		assert.Equal(t, int64(3), mlCount(t, db, &regions[0], "reviews"))
 		requireMLExact(t, db)
+
+		// A nested create: a user with reviews, a company with a user with reviews.
+		require.NoError(t, db.Create(&MLUser{CompanyID: ref(c2.ID), Reviews: []MLReview{{}, {Published: true}}}).Error)
+		require.NoError(t, db.Create(&MLCompany{RegionID: ref(regions[1].ID), Users: []MLUser{{Reviews: []MLReview{{}}}}}).Error)
+		assert.Equal(t, int64(3), mlCount(t, db, c2, "reviews"))
+		assert.Equal(t, int64(4), mlCount(t, db, &regions[1], "reviews"))
+		requireMLExact(t, db)
+		require.NoError(t, db.Where("user_id IN (?)", db.Model(&MLUser{}).Select("id").Where("id > ?", u4.ID)).Delete(&MLReview{}).Error)
+		assert.Equal(t, int64(1), mlCount(t, db, c2, "reviews"))
+		assert.Equal(t, int64(1), mlCount(t, db, &regions[1], "reviews"))
 
 		// A review moving to a user of another company, a condition flip, a
 		// review moving to the user without company.
@@ -191,8 +209,10 @@ func TestCounterCacheMultiLevel(t *testing.T) {
 
 		// A user soft-deleted, restored, then deleted (its reviews keep their
 		// user counter but count on no company).
+		weighted := mlCount(t, db, c1, "weighted")
 		require.NoError(t, db.Delete(u1).Error)
 		assert.Equal(t, int64(4), mlCount(t, db, c1, "reviews"))
+		assert.Equal(t, weighted, mlCount(t, db, c1, "weighted"), "WithDeleted: a soft delete leaves it")
 		require.NoError(t, db.Unscoped().Model(u1).Update("deleted_at", nil).Error)
 		assert.Equal(t, int64(7), mlCount(t, db, c1, "reviews"))
 		require.NoError(t, db.Unscoped().Delete(u2).Error)
@@ -219,16 +239,23 @@ func TestCounterCacheMultiLevel(t *testing.T) {
 		assert.Len(t, drift, 2) // reviews and published of u3
 		drift, err = slotted.Fix(db, &[]MLCompany{*c1, *c2}, slotted.FixOptions{DryRun: true})
 		require.NoError(t, err)
-		assert.Len(t, drift, 4, "%+v", drift) // c1: reviews, published, active; c2: reviews
+		assert.Len(t, drift, 5, "%+v", drift) // c1: reviews, published, active, weighted; c2: reviews
 		prog, err := slotted.FixAll(db, &MLCompany{}, slotted.FixOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, 4, prog.Drifted)
+		assert.Equal(t, 5, prog.Drifted)
 		_, err = slotted.FixAll(db, &MLRegion{}, slotted.FixOptions{})
 		require.NoError(t, err)
 		requireMLExact(t, db)
 		drift, err = slotted.Fix(db, &[]MLCompany{*c1, *c2}, slotted.FixOptions{})
 		require.NoError(t, err)
 		assert.Empty(t, drift)
+		// Three levels: the region's count joins companies, users and reviews.
+		require.NoError(t, slotted.Increment(db, &regions[1], "reviews"))
+		drift, err = slotted.Fix(db, &regions, slotted.FixOptions{})
+		require.NoError(t, err)
+		require.Len(t, drift, 1)
+		assert.Equal(t, drift[0].Stored-1, drift[0].Actual)
+		requireMLExact(t, db)
 	})
 }
 
