@@ -63,7 +63,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 			{"empty string key", slotted.ErrMissingPrimaryKey, func() error { return slotted.Increment(db, &Tag{}, "uses") }},
 			{"key too long", slotted.ErrUnsupportedKey, func() error { return slotted.Increment(db, &Tag{Name: long}, "uses") }},
 			{"array key", slotted.ErrUnsupportedKey, func() error { return slotted.Increment(db, &ArrayKey{ID: [4]byte{1}}, "n") }},
-			{"composite key", slotted.ErrUnsupportedModel, func() error { return slotted.Increment(db, &Pair{A: 1, B: 2}, "n") }},
+			{"composite key with a zero part", slotted.ErrMissingPrimaryKey, func() error { return slotted.Increment(db, &Pair{A: 1}, "n") }},
 			{"no primary key", slotted.ErrUnsupportedModel, func() error { return slotted.Increment(db, &NoKey{Name: "x"}, "n") }},
 			{"write to a value", slotted.ErrUnsupportedModel, func() error { return slotted.Increment(db, post, "likes") }},
 			{"nil model", slotted.ErrUnsupportedModel, func() error { return slotted.Increment(db, nil, "likes") }},
