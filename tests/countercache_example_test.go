@@ -180,3 +180,32 @@ func Example_touch() {
 	fmt.Println(forum.Count, forum.UpdatedAt.Year() > 2001)
 	// Output: 1 true
 }
+
+func Example_sumCounter() {
+	db, done := exampleDB()
+	defer done()
+	if err := db.AutoMigrate(&MLRegion{}, &MLCompany{}, &MLUser{}, &MLReview{}); err != nil {
+		panic(err)
+	}
+	// The users' own review count first, then the companies' sum of it.
+	_ = slotted.CounterCache(db, &MLUser{}, "Reviews", "reviews")
+	_ = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews"))
+
+	acme, other := MLCompany{}, MLCompany{}
+	db.Create(&acme)
+	db.Create(&other)
+	ann := MLUser{CompanyID: &acme.ID}
+	db.Create(&ann)
+	db.Create(&[]MLReview{{UserID: &ann.ID}, {UserID: &ann.ID}, {UserID: &ann.ID}})
+	n, _ := slotted.Count(db, &acme, "reviews")
+	fmt.Println(n)
+
+	// Ann changes company: her 3 reviews move with her, as one -3/+3.
+	db.Model(&ann).Update("company_id", other.ID)
+	a, _ := slotted.Count(db, &acme, "reviews")
+	o, _ := slotted.Count(db, &other, "reviews")
+	fmt.Println(a, o)
+	// Output:
+	// 3
+	// 0 3
+}
