@@ -60,7 +60,7 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	if err := session.RegisterQuietRetry(db); err != nil {
 		return err
 	}
-	return p.registerCacheCallbacks(db)
+	return p.RegisterCallbacks(db)
 }
 
 const fillSetting = "slotted:fill"

@@ -44,18 +44,18 @@ import (
 
 // CacheOption refines a counter cache: Where and Match count only some
 // children, Sum adds up a column instead of counting.
-type CacheOption func(*cacheSpec)
+type CacheOption func(*XSpec)
 
-type cacheSpec struct {
-	where       *clause.Expr
-	match       func(reflect.Value) bool
-	matchType   reflect.Type
-	sum         string
-	weight      int64
-	weightSet   bool
-	withDeleted bool
-	touch       bool
-	sumCounter  string // SumCounter: a counter of the child (countercache_multilevel.go)
+type XSpec struct {
+	Where       *clause.Expr
+	Match       func(reflect.Value) bool
+	MatchType   reflect.Type
+	Sum         string
+	Weight      int64
+	WeightSet   bool
+	WithDeleted bool
+	Touch       bool
+	SumCounter  string // SumCounter: a counter of the child (countercache_multilevel.go)
 }
 
 // Where counts only the children matching an SQL condition on the child
@@ -64,7 +64,7 @@ type cacheSpec struct {
 // Fix's count, and, unless Match is given too, on the rows a Create inserted
 // (one extra SELECT by primary key per Create statement).
 func Where(query string, args ...any) CacheOption {
-	return func(s *cacheSpec) { s.where = &clause.Expr{SQL: query, Vars: args} }
+	return func(s *XSpec) { s.Where = &clause.Expr{SQL: query, Vars: args} }
 }
 
 // Match is Where's twin in Go, evaluated on the in-memory records of a
@@ -73,16 +73,16 @@ func Where(query string, args ...any) CacheOption {
 //
 //	slotted.Where("published = ?", true), slotted.Match(func(c *Comment) bool { return c.Published })
 func Match[T any](pred func(*T) bool) CacheOption {
-	return func(s *cacheSpec) {
-		s.matchType = reflect.TypeFor[T]()
-		s.match = func(v reflect.Value) bool { return pred(v.Addr().Interface().(*T)) }
+	return func(s *XSpec) {
+		s.MatchType = reflect.TypeFor[T]()
+		s.Match = func(v reflect.Value) bool { return pred(v.Addr().Interface().(*T)) }
 	}
 }
 
 // Sum adds up an integer column of the children (field name or column name)
 // instead of counting them: order totals per customer. NULL counts as 0.
 func Sum(field string) CacheOption {
-	return func(s *cacheSpec) { s.sum = field }
+	return func(s *XSpec) { s.Sum = field }
 }
 
 // Weight counts each child as n instead of 1 (counter_culture's
@@ -91,7 +91,7 @@ func Sum(field string) CacheOption {
 //
 //	slotted.CounterCache(db, &Post{}, "Votes", "score", slotted.Where("up = ?", true), slotted.Weight(2))
 func Weight(n int64) CacheOption {
-	return func(s *cacheSpec) { s.weight, s.weightSet = n, true }
+	return func(s *XSpec) { s.Weight, s.WeightSet = n, true }
 }
 
 // WithDeleted counts soft-deleted children too (counter_culture's
@@ -100,7 +100,7 @@ func Weight(n int64) CacheOption {
 // Unscoped. Soft deletes of such children read their rows again after the
 // UPDATE (one more SELECT).
 func WithDeleted() CacheOption {
-	return func(s *cacheSpec) { s.withDeleted = true }
+	return func(s *XSpec) { s.WithDeleted = true }
 }
 
 // counterCache is one parent counter maintained from one child table.
@@ -204,7 +204,7 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if err != nil {
 		return err
 	}
-	var spec cacheSpec
+	var spec XSpec
 	for _, o := range opts {
 		if o != nil {
 			o(&spec)
@@ -273,39 +273,39 @@ func CounterCache(db *gorm.DB, model any, association, counter string, opts ...C
 	if len(childSchema.PrimaryFields) != 1 {
 		return fmt.Errorf("%w: %s: counter cache children need a single-column primary key", ErrUnsupportedModel, childSchema.Name)
 	}
-	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, fkParts: fkParts, where: spec.where, match: spec.match, weight: 1, deleted: spec.withDeleted}
-	if spec.weight != 0 {
-		cc.weight = spec.weight
+	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, fkParts: fkParts, where: spec.Where, match: spec.Match, weight: 1, deleted: spec.WithDeleted}
+	if spec.Weight != 0 {
+		cc.weight = spec.Weight
 	}
-	if spec.touch {
+	if spec.Touch {
 		if cc.touch = touchField(parentSchema); cc.touch == nil {
 			return fmt.Errorf("%w: Touch: %s has no autoUpdateTime column (UpdatedAt)", ErrInvalidConfig, parentSchema.Name)
 		}
 	}
-	if spec.weightSet && spec.weight == 0 {
+	if spec.WeightSet && spec.Weight == 0 {
 		return fmt.Errorf("%w: Weight(0) counts nothing", ErrInvalidConfig)
 	}
-	if spec.sum != "" {
-		f := childSchema.LookUpField(spec.sum)
+	if spec.Sum != "" {
+		f := childSchema.LookUpField(spec.Sum)
 		if f == nil || f.DBName == "" {
-			return fmt.Errorf("%w: Sum(%q): not a column of %s", ErrInvalidConfig, spec.sum, childSchema.Name)
+			return fmt.Errorf("%w: Sum(%q): not a column of %s", ErrInvalidConfig, spec.Sum, childSchema.Name)
 		}
 		if _, err := toInt64(reflect.New(f.FieldType).Elem().Interface()); err != nil {
-			return fmt.Errorf("%w: Sum(%q): %s is not an integer column", ErrInvalidConfig, spec.sum, f.FieldType)
+			return fmt.Errorf("%w: Sum(%q): %s is not an integer column", ErrInvalidConfig, spec.Sum, f.FieldType)
 		}
 		cc.sum = f
 	}
-	if spec.sumCounter != "" {
+	if spec.SumCounter != "" {
 		if err := p.sumCounterOf(db, cc, childSchema, spec); err != nil {
 			return err
 		}
 	}
-	if spec.match != nil {
-		if spec.where == nil {
+	if spec.Match != nil {
+		if spec.Where == nil {
 			return fmt.Errorf("%w: Match needs Where: Fix counts with the SQL condition", ErrInvalidConfig)
 		}
-		if spec.matchType != childSchema.ModelType {
-			return fmt.Errorf("%w: Match takes *%s, not *%s", ErrInvalidConfig, childSchema.ModelType, spec.matchType)
+		if spec.MatchType != childSchema.ModelType {
+			return fmt.Errorf("%w: Match takes *%s, not *%s", ErrInvalidConfig, childSchema.ModelType, spec.MatchType)
 		}
 	}
 

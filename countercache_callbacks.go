@@ -45,7 +45,7 @@ const (
 	ownTxKey   = "slotted:own_tx"
 )
 
-func (p *Plugin) registerCacheCallbacks(db *gorm.DB) error {
+func (p *Plugin) RegisterCallbacks(db *gorm.DB) error {
 	type reg struct {
 		proc interface {
 			Register(string, func(*gorm.DB)) error

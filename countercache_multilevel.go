@@ -64,24 +64,24 @@ import (
 // Where, Match, Weight, WithDeleted and Touch apply to the intermediate rows;
 // Sum cannot be combined with it.
 func SumCounter(name string) CacheOption {
-	return func(s *cacheSpec) { s.sumCounter = name }
+	return func(s *XSpec) { s.SumCounter = name }
 }
 
 // sumCounterOf checks a SumCounter option and sets cc.through.
-func (p *Plugin) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schema, spec cacheSpec) error {
-	if spec.sum != "" {
-		return fmt.Errorf("%w: SumCounter(%q) and Sum(%q) cannot be combined", ErrInvalidConfig, spec.sumCounter, spec.sum)
+func (p *Plugin) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schema, spec XSpec) error {
+	if spec.Sum != "" {
+		return fmt.Errorf("%w: SumCounter(%q) and Sum(%q) cannot be combined", ErrInvalidConfig, spec.SumCounter, spec.Sum)
 	}
 	m, err := p.models.OfSchema(db, child)
 	if err != nil {
 		return err
 	}
-	c, err := m.Counter(spec.sumCounter)
+	c, err := m.Counter(spec.SumCounter)
 	if err != nil {
 		return err
 	}
 	if p.cacheOf(c) == nil {
-		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s is not a counter cache (declare it first)", ErrInvalidConfig, spec.sumCounter, c.Name, child.Name)
+		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s is not a counter cache (declare it first)", ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
 	}
 	cc.through = c
 	p.caches.summed.Store(true) // before registration: a failed one only costs the lookups

@@ -22,7 +22,7 @@ import (
 // child's INSERT takes a shared lock on the parent row that the touch then
 // upgrades: concurrent inserters deadlock (retry the transaction).
 func Touch() CacheOption {
-	return func(s *cacheSpec) { s.touch = true }
+	return func(s *XSpec) { s.Touch = true }
 }
 
 // touchField is the parent's column that gorm's UpdatedAt handling writes.

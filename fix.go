@@ -54,8 +54,8 @@ type FixProgress struct {
 	Last    any // primary key of the last parent of the last batch: FixOptions.After to resume
 }
 
-// errDryRun rolls a dry run's transaction back.
-var errDryRun = errors.New("slotted: dry run")
+// errFixDryRun rolls a dry run's transaction back.
+var errFixDryRun = errors.New("slotted: dry run")
 
 // Fix recomputes counter caches of the given parent records (a pointer to a
 // struct, or a slice of them) from their children, and returns the counters
@@ -91,7 +91,7 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 	if err != nil {
 		return nil, err
 	}
-	caches, err := p.cachesOfModel(m, opts.Counters)
+	caches, err := p.CachesOfModel(m, opts.Counters)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 		for i, id := range ids {
 			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
-		drifts, actual, err := p.fix(db, caches, ids, keys, opts)
+		drifts, actual, err := p.FixRecords(db, caches, ids, keys, opts)
 		if err != nil {
 			return all, err
 		}
@@ -146,7 +146,7 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 	if err != nil {
 		return prog, err
 	}
-	caches, err := p.cachesOfModel(m, opts.Counters)
+	caches, err := p.CachesOfModel(m, opts.Counters)
 	if err != nil {
 		return prog, err
 	}
@@ -159,7 +159,7 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 		for i, id := range rs.IDs {
 			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
-		drifts, _, err := p.fix(db, caches, rs.IDs, keys, opts)
+		drifts, _, err := p.FixRecords(db, caches, rs.IDs, keys, opts)
 		if err != nil {
 			return err
 		}
@@ -175,8 +175,8 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 	return prog, err
 }
 
-// cachesOfModel returns the named counter caches of a parent model (all when names is empty).
-func (p *Plugin) cachesOfModel(m *meta.Model, names []string) ([]*counterCache, error) {
+// CachesOfModel returns the named counter caches of a parent model (all when names is empty).
+func (p *Plugin) CachesOfModel(m *meta.Model, names []string) ([]*counterCache, error) {
 	counters, err := m.Selected(names)
 	if err != nil {
 		return nil, err
@@ -198,9 +198,9 @@ func (p *Plugin) cachesOfModel(m *meta.Model, names []string) ([]*counterCache, 
 	return out, nil
 }
 
-// fix recomputes the caches of the parents ids (record ids; keys are their
+// FixRecords recomputes the caches of the parents ids (record ids; keys are their
 // primary key values, in the same order) in one write transaction.
-func (p *Plugin) fix(db *gorm.DB, caches []*counterCache, ids []string, keys []any, opts FixOptions) (drifts []Drift, actual deltas, err error) {
+func (p *Plugin) FixRecords(db *gorm.DB, caches []*counterCache, ids []string, keys []any, opts FixOptions) (drifts []Drift, actual deltas, err error) {
 	var refs []Ref
 	owner := map[Ref]deltaKey{}
 	record := map[string]any{}
@@ -265,12 +265,12 @@ func (p *Plugin) fix(db *gorm.DB, caches []*counterCache, ids []string, keys []a
 				}
 				return nil
 			}
-			return errDryRun
+			return errFixDryRun
 		}
 		_, err = p.replaceRows(tx, rows, keep)
 		return err
 	})
-	if errors.Is(err, errDryRun) {
+	if errors.Is(err, errFixDryRun) {
 		err = nil
 	}
 	return drifts, actual, err
