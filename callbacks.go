@@ -60,10 +60,10 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	if err := session.RegisterQuietRetry(db); err != nil {
 		return err
 	}
-	return p.RegisterCallbacks(db)
+	return p.caches.RegisterCallbacks(db)
 }
 
-const fillSetting = "slotted:fill"
+const fillSetting = session.FillSetting
 
 // WithoutFill turns auto-fill off for queries run on the returned *gorm.DB:
 //

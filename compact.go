@@ -106,7 +106,7 @@ func ResetRef(db *gorm.DB, ref Ref, value int64) error {
 // READ COMMITTED InnoDB take no gap locks) is left alone and still counts.
 
 // rewriteChunk bounds the tuples of one DELETE (3 bind values each).
-const rewriteChunk = 1000
+const rewriteChunk = tables.RewriteChunk
 
 // compact folds the slot rows of each counter in refs into one row holding
 // their sum; counters with at most one row are left alone, and so are

@@ -1,29 +1,17 @@
 package slotted
 
 import (
-	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
-	"github.com/slotted-go/slotted/internal/session"
-
-	"github.com/slotted-go/slotted/internal/meta"
-
-	"github.com/slotted-go/slotted/internal/write"
+	"github.com/slotted-go/slotted/internal/countercache"
 )
 
-// Drift is a counter cache whose stored total differs from its children.
-type Drift struct {
-	Record  any    // the parent's primary key
-	Counter string // the counter's tag name
-	Ref     Ref
-	Stored  int64 // the counter's total
-	Actual  int64 // counted (or summed) from the children
-}
+// Drift is one counter whose stored total differed from what its children
+// count (Fix, FixAll).
+type Drift = countercache.Drift
 
 // FixOptions configures Fix and FixAll. The zero value repairs every counter
 // cache of the model.
@@ -53,9 +41,6 @@ type FixProgress struct {
 	Drifted int // counters that differed from their children
 	Last    any // primary key of the last parent of the last batch: FixOptions.After to resume
 }
-
-// errFixDryRun rolls a dry run's transaction back.
-var errFixDryRun = errors.New("slotted: dry run")
 
 // Fix recomputes counter caches of the given parent records (a pointer to a
 // struct, or a slice of them) from their children, and returns the counters
@@ -91,7 +76,7 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 	if err != nil {
 		return nil, err
 	}
-	caches, err := p.CachesOfModel(m, opts.Counters)
+	caches, err := p.caches.CachesOfModel(m, opts.Counters)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +93,7 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 		for i, id := range ids {
 			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
-		drifts, actual, err := p.FixRecords(db, caches, ids, keys, opts)
+		drifts, actual, err := p.caches.FixRecords(db, caches, ids, keys, opts.DryRun, opts.OnDrift)
 		if err != nil {
 			return all, err
 		}
@@ -116,13 +101,7 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 		if opts.DryRun {
 			continue
 		}
-		for _, id := range ids {
-			for _, c := range caches {
-				for _, s := range rs.ByID[id] {
-					c.counter.Set(s, actual[deltaKey{c, id}])
-				}
-			}
-		}
+		countercache.SetFields(caches, rs.ByID, ids, actual)
 	}
 	return all, nil
 }
@@ -146,7 +125,7 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 	if err != nil {
 		return prog, err
 	}
-	caches, err := p.CachesOfModel(m, opts.Counters)
+	caches, err := p.caches.CachesOfModel(m, opts.Counters)
 	if err != nil {
 		return prog, err
 	}
@@ -159,7 +138,7 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 		for i, id := range rs.IDs {
 			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
-		drifts, _, err := p.FixRecords(db, caches, rs.IDs, keys, opts)
+		drifts, _, err := p.caches.FixRecords(db, caches, rs.IDs, keys, opts.DryRun, opts.OnDrift)
 		if err != nil {
 			return err
 		}
@@ -173,181 +152,4 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 		return nil
 	})
 	return prog, err
-}
-
-// CachesOfModel returns the named counter caches of a parent model (all when names is empty).
-func (p *Plugin) CachesOfModel(m *meta.Model, names []string) ([]*counterCache, error) {
-	counters, err := m.Selected(names)
-	if err != nil {
-		return nil, err
-	}
-	var out []*counterCache
-	for _, c := range counters {
-		cc := p.cacheOf(c)
-		if cc == nil {
-			if len(names) > 0 {
-				return nil, fmt.Errorf("%w: counter %q of %s is not a counter cache (declare it with CounterCache)", ErrInvalidConfig, c.Name, m.Type)
-			}
-			continue
-		}
-		out = append(out, cc)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s has no counter caches (declare them with CounterCache)", ErrInvalidConfig, m.Type)
-	}
-	return out, nil
-}
-
-// FixRecords recomputes the caches of the parents ids (record ids; keys are their
-// primary key values, in the same order) in one write transaction.
-func (p *Plugin) FixRecords(db *gorm.DB, caches []*counterCache, ids []string, keys []any, opts FixOptions) (drifts []Drift, actual deltas, err error) {
-	var refs []Ref
-	owner := map[Ref]deltaKey{}
-	record := map[string]any{}
-	for i, id := range ids {
-		record[id] = keys[i]
-		for _, c := range caches {
-			r := Ref{Type: c.counter.RecordType, ID: id}
-			refs = append(refs, r)
-			owner[r] = deltaKey{c, id}
-		}
-	}
-	slices.SortFunc(refs, meta.CompareRefs)
-	savepoint := opts.DryRun && session.InTx(db)
-	err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
-		drifts, actual = nil, deltas{} // a retried attempt starts over
-		if savepoint {
-			if err := tx.SavePoint("slotted_fix").Error; err != nil {
-				return err
-			}
-		}
-		if p.dialect.LockingReads {
-			if err := p.lockSlots(tx, owner, refs); err != nil {
-				return err
-			}
-		}
-		rows, err := p.lockRows(tx, refs)
-		if err != nil {
-			return err
-		}
-		for _, c := range caches {
-			if err := p.countChildren(tx, c, keys, actual); err != nil {
-				return err
-			}
-		}
-		stored := map[Ref]int64{}
-		lowest := map[Ref]int32{}
-		for _, r := range rows {
-			ref := Ref{Type: string(r.RecordType), ID: string(r.RecordID)}
-			if _, seen := lowest[ref]; !seen {
-				lowest[ref] = r.Slot
-			}
-			stored[ref] += r.Count
-		}
-		var keep []SlottedCounter
-		for _, ref := range refs {
-			k := owner[ref]
-			if stored[ref] != actual[k] {
-				d := Drift{Record: record[ref.ID], Counter: k.c.counter.Name, Ref: ref, Stored: stored[ref], Actual: actual[k]}
-				drifts = append(drifts, d)
-				if opts.OnDrift != nil {
-					opts.OnDrift(d)
-				}
-			}
-			if actual[k] != 0 {
-				keep = append(keep, SlottedCounter{RecordType: Key(ref.Type), RecordID: Key(ref.ID), Slot: lowest[ref], Count: actual[k]})
-			}
-		}
-		if opts.DryRun {
-			if savepoint {
-				if err := tx.RollbackTo("slotted_fix").Error; err != nil {
-					return err
-				}
-				return nil
-			}
-			return errFixDryRun
-		}
-		_, err = p.replaceRows(tx, rows, keep)
-		return err
-	})
-	if errors.Is(err, errFixDryRun) {
-		err = nil
-	}
-	return drifts, actual, err
-}
-
-// lockSlots makes every slot row of the counters exist, locked: an upsert
-// that changes nothing still takes the row lock, so no writer can add to any
-// slot of these counters until Fix commits.
-func (p *Plugin) lockSlots(tx *gorm.DB, owner map[Ref]deltaKey, refs []Ref) error {
-	var rows []SlottedCounter
-	for _, r := range refs {
-		for slot := range owner[r].c.counter.Slots {
-			rows = append(rows, SlottedCounter{RecordType: Key(r.Type), RecordID: Key(r.ID), Slot: int32(slot)})
-		}
-	}
-	for chunk := range slices.Chunk(rows, 500) {
-		if err := tx.Table(p.cfg.Table).Clauses(keepCountClause()).Create(&chunk).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// countChildren counts (or sums) the live children of the parents keys that
-// match the cache's condition, by foreign key.
-//
-//	SELECT comments.post_id, COUNT(*) FROM comments WHERE comments.post_id IN (...) [AND <Where>]
-//	  AND comments.deleted_at IS NULL GROUP BY comments.post_id
-func (p *Plugin) countChildren(tx *gorm.DB, c *counterCache, keys []any, into deltas) error {
-	if c.through != nil {
-		return p.countThrough(tx, c, keys, into)
-	}
-	if c.fkParts != nil {
-		return p.countChildrenComposite(tx, c, keys, into)
-	}
-	fk := clause.Column{Table: clause.CurrentTable, Name: c.fk.DBName}
-	agg := "COUNT(*)"
-	vars := []any{fk}
-	if c.sum != nil {
-		agg = "COALESCE(SUM(?), 0)"
-		vars = append(vars, clause.Column{Table: clause.CurrentTable, Name: c.sum.DBName})
-	}
-	q := WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).
-		Select("?, "+agg, vars...).
-		Where(clause.IN{Column: fk, Values: keys}).
-		Clauses(clause.GroupBy{Columns: []clause.Column{fk}})
-	if c.where != nil {
-		q = q.Where(*c.where)
-	}
-	if c.deleted {
-		q = q.Unscoped()
-	}
-	rows, err := q.Rows()
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		fkv := nullable(c.fk)
-		var n int64
-		if err := rows.Scan(fkv, &n); err != nil {
-			return err
-		}
-		id, ok, err := fkID(scanned(fkv))
-		if err != nil {
-			return err
-		}
-		if ok {
-			n, ok := write.ScaleDelta(n, c.weight)
-			if ok {
-				n, ok = write.MergeDelta(into[deltaKey{c, id}], n)
-			}
-			if !ok {
-				return ErrOverflow
-			}
-			into[deltaKey{c, id}] = n
-		}
-	}
-	return rows.Err()
 }

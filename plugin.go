@@ -13,6 +13,8 @@ import (
 	"github.com/slotted-go/slotted/internal/meta"
 
 	"github.com/slotted-go/slotted/internal/write"
+
+	"github.com/slotted-go/slotted/internal/countercache"
 )
 
 const pluginName = "slotted"
@@ -31,7 +33,7 @@ type Plugin struct {
 	stats    stats
 	db       *gorm.DB // the DB it was registered on: one Plugin serves one DB
 
-	caches cacheRegistry // counter caches declared with CounterCache (countercache.go)
+	caches *countercache.Caches // counter caches declared with CounterCache
 }
 
 // New returns a plugin for db.Use. The config is validated by db.Use, which
@@ -92,6 +94,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		MaxInFlight: cfg.MaxInFlight, Linger: cfg.Linger, BatchTimeout: cfg.BatchTimeout, DisableCoalescing: cfg.DisableCoalescing,
 		OutcomeMarkers: cfg.OutcomeMarkers, Now: cfg.Now}, p.dialect, p.sessions,
 		write.Statements{Upsert: p.sql.upsert, UpsertArgs: p.sql.upsertArgs}, write.Hooks{RenderBatch: p.renderBatch, BatchDone: p.batchDone})
+	p.caches = countercache.New(countercache.Config{Table: cfg.Table, DisablePrepared: cfg.DisablePrepared}, p.dialect, p.sessions, p.models, p.writes)
 	if p.causalReads() {
 		p.sql.sum = dialect.SyncWait + " " + p.sql.sum
 	}

@@ -139,3 +139,11 @@ func EndSQLite(conn *gorm.DB, stmt string) error {
 	}
 	return err
 }
+
+// FillSetting is the gorm setting that turns auto-fill on or off for one
+// session (slotted.WithFill, slotted.WithoutFill).
+const FillSetting = "slotted:fill"
+
+// WithoutFill is slotted.WithoutFill: the plugin's own reads of models
+// never fill counters.
+func WithoutFill(db *gorm.DB) *gorm.DB { return db.Set(FillSetting, false) }

@@ -92,13 +92,18 @@ func LockRows(tx *gorm.DB, table string, d dialect.Dialect, refs []meta.Ref) ([]
 	return rows, q.Find(&rows).Error
 }
 
-// rewriteChunk bounds the tuples of one DELETE (3 bind values each).
-const rewriteChunk = 1000
+// RewriteChunk bounds the tuples of one DELETE (3 bind values each).
+const RewriteChunk = 1000
+
+// LoadChunk bounds the records one read names (Load, auto-fill, the
+// counter caches' reads): IN lists stay well under every database's limit on
+// bind values.
+const LoadChunk = 1000
 
 // ReplaceRows deletes exactly the drop rows (locked, sorted by key) and
 // inserts keep, returning the net number of rows removed.
 func ReplaceRows(tx *gorm.DB, table string, drop, keep []Counter) (removed int64, err error) {
-	for chunk := range slices.Chunk(drop, rewriteChunk) {
+	for chunk := range slices.Chunk(drop, RewriteChunk) {
 		res := tx.Table(table).Where(SlotsCondition(chunk)).Delete(&Counter{})
 		if res.Error != nil {
 			return 0, res.Error

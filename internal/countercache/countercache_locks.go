@@ -1,4 +1,4 @@
-package slotted
+package countercache
 
 import (
 	"reflect"
@@ -46,7 +46,7 @@ import (
 // with a WHERE of its own (one by the model's primary key alone locks by
 // primary key already) and without a LIMIT (which picks its rows in its own
 // order: one locking read keeps it).
-func (p *Plugin) orderedLocks(s *gorm.Statement) (clause.Expression, bool) {
+func (p *Caches) orderedLocks(s *gorm.Statement) (clause.Expression, bool) {
 	if !p.dialect.LockingReads {
 		return nil, false
 	}
@@ -92,9 +92,9 @@ func byPrimaryKey(s *gorm.Statement, exprs []clause.Expression) bool {
 // selects, in ascending order; ok is false when there are more than
 // restrictLimit (the statement is then not restricted, and the rows are
 // locked by its own conditions).
-func (p *Plugin) candidateKeys(db *gorm.DB, cc *childCaches, unscoped bool, scope func(*gorm.DB) *gorm.DB) (keys []any, ok bool) {
+func (p *Caches) candidateKeys(db *gorm.DB, cc *childCaches, unscoped bool, scope func(*gorm.DB) *gorm.DB) (keys []any, ok bool) {
 	key := clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}
-	q := WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select("?", key)
+	q := session.WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select("?", key)
 	if unscoped {
 		q = q.Unscoped()
 	}

@@ -1,4 +1,4 @@
-package slotted
+package countercache
 
 import (
 	"cmp"
@@ -12,6 +12,10 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/tables"
+
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 // The counter cache and seed callbacks, registered by registerCallbacks:
@@ -45,7 +49,7 @@ const (
 	ownTxKey   = "slotted:own_tx"
 )
 
-func (p *Plugin) RegisterCallbacks(db *gorm.DB) error {
+func (p *Caches) RegisterCallbacks(db *gorm.DB) error {
 	type reg struct {
 		proc interface {
 			Register(string, func(*gorm.DB)) error
@@ -77,7 +81,7 @@ type cacheOp struct {
 	cc     *childCaches
 	deltas deltas
 	keys   []any            // the locked rows' primary keys: the "after" image reads them again
-	locks  []SlottedCounter // an upsert's key locks (lockKeys)
+	locks  []tables.Counter // an upsert's key locks (lockKeys)
 	// recheck is the statement's WHERE, evaluated on rows locked by primary
 	// key (countercache_locks.go): a row that no longer matches is skipped.
 	recheck clause.Expression
@@ -102,7 +106,7 @@ func otherTable(s *gorm.Statement) bool {
 
 // cacheBeforeCreate refuses non-zero counter-cache fields on new parents and
 // locks the rows an upsert of children may change.
-func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
+func (p *Caches) cacheBeforeCreate(db *gorm.DB) {
 	s := db.Statement
 	if db.Error != nil || s.Schema == nil || db.DryRun {
 		return
@@ -168,13 +172,13 @@ func (p *Plugin) cacheBeforeCreate(db *gorm.DB) {
 //
 //	INSERT INTO slotted_counters (record_type, record_id, slot, count) VALUES ('slotted:upsert:comments','7',0,0)
 //	  ON DUPLICATE KEY UPDATE count = slotted_counters.count
-func (p *Plugin) lockKeys(db *gorm.DB, cc *childCaches, op *cacheOp, keys []any) error {
+func (p *Caches) lockKeys(db *gorm.DB, cc *childCaches, op *cacheOp, keys []any) error {
 	if !p.dialect.LockingReads {
 		return nil // SQLite: one writer at a time
 	}
 	typ := upsertLockPrefix + cc.schema.Table
-	if len(typ) > MaxKeyLen {
-		typ = typ[:MaxKeyLen]
+	if len(typ) > errs.MaxKeyLen {
+		typ = typ[:errs.MaxKeyLen]
 	}
 	for _, k := range keys {
 		id, ok, err := fkID(k)
@@ -182,11 +186,11 @@ func (p *Plugin) lockKeys(db *gorm.DB, cc *childCaches, op *cacheOp, keys []any)
 			return err
 		}
 		if ok {
-			op.locks = append(op.locks, SlottedCounter{RecordType: Key(typ), RecordID: Key(id)})
+			op.locks = append(op.locks, tables.Counter{RecordType: tables.Key(typ), RecordID: tables.Key(id)})
 		}
 	}
-	slices.SortFunc(op.locks, func(a, b SlottedCounter) int { return cmp.Compare(a.RecordID, b.RecordID) })
-	op.locks = slices.CompactFunc(op.locks, sameCounter)
+	slices.SortFunc(op.locks, func(a, b tables.Counter) int { return cmp.Compare(a.RecordID, b.RecordID) })
+	op.locks = slices.CompactFunc(op.locks, tables.SameCounter)
 	tx := session.Routed(db)
 	for chunk := range slices.Chunk(op.locks, 500) {
 		if err := tx.Table(p.cfg.Table).Clauses(keepCountClause()).Create(&chunk).Error; err != nil {
@@ -201,20 +205,20 @@ const upsertLockPrefix = "slotted:upsert:"
 
 // keepCountClause upserts a row without changing it: the conflicting row is locked.
 func keepCountClause() clause.OnConflict {
-	return clause.OnConflict{Columns: keyColumns(), DoUpdates: clause.Set{{
+	return clause.OnConflict{Columns: tables.KeyColumns(), DoUpdates: clause.Set{{
 		Column: clause.Column{Name: "count"},
 		Value:  clause.Column{Table: clause.CurrentTable, Name: "count"},
 	}}}
 }
 
 // unlockKeys deletes lockKeys' rows (their locks last until the commit).
-func (p *Plugin) unlockKeys(db *gorm.DB, op *cacheOp) error {
+func (p *Caches) unlockKeys(db *gorm.DB, op *cacheOp) error {
 	if len(op.locks) == 0 {
 		return nil
 	}
 	tx := session.Routed(db)
-	for chunk := range slices.Chunk(op.locks, rewriteChunk) {
-		if err := tx.Table(p.cfg.Table).Where(slotsCondition(chunk)).Delete(&SlottedCounter{}).Error; err != nil {
+	for chunk := range slices.Chunk(op.locks, tables.RewriteChunk) {
+		if err := tx.Table(p.cfg.Table).Where(tables.SlotsCondition(chunk)).Delete(&tables.Counter{}).Error; err != nil {
 			return err
 		}
 	}
@@ -222,7 +226,7 @@ func (p *Plugin) unlockKeys(db *gorm.DB, op *cacheOp) error {
 }
 
 // cacheAfterCreate seeds the new parents' counters and counts the new children.
-func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
+func (p *Caches) cacheAfterCreate(db *gorm.DB) {
 	s := db.Statement
 	if db.Error != nil || s.Schema == nil || db.DryRun {
 		return
@@ -300,7 +304,7 @@ func (p *Plugin) cacheAfterCreate(db *gorm.DB) {
 
 // cacheBeforeChange locks and reads the child rows an UPDATE or DELETE is
 // about to change, and restricts the statement to them.
-func (p *Plugin) cacheBeforeChange(db *gorm.DB) {
+func (p *Caches) cacheBeforeChange(db *gorm.DB) {
 	s := db.Statement
 	if db.Error != nil || s.Schema == nil || db.DryRun || s.SQL.Len() > 0 {
 		return
@@ -346,7 +350,7 @@ func (p *Plugin) cacheBeforeChange(db *gorm.DB) {
 
 // cacheAfterChange reads the changed rows again (updates; a deleted row has
 // no "after") and writes the difference.
-func (p *Plugin) cacheAfterChange(db *gorm.DB) {
+func (p *Caches) cacheAfterChange(db *gorm.DB) {
 	v, ok := db.InstanceGet(cacheOpKey)
 	if !ok || db.Error != nil {
 		return
@@ -440,9 +444,9 @@ func keyIn(cc *childCaches, keys []any) clause.IN {
 }
 
 // readImagesByKey reads the images of rows by primary key (soft-deleted ones
-// too), loadChunk keys per statement.
-func (p *Plugin) readImagesByKey(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, keys []any) error {
-	for chunk := range slices.Chunk(keys, loadChunk) {
+// too), tables.LoadChunk keys per statement.
+func (p *Caches) readImagesByKey(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, keys []any) error {
+	for chunk := range slices.Chunk(keys, tables.LoadChunk) {
 		err := p.readImages(db, cc, op, sign, true, func(q *gorm.DB) *gorm.DB { return q.Where(keyIn(cc, chunk)) })
 		if err != nil {
 			return err
@@ -467,7 +471,7 @@ func beginOwnTx(db *gorm.DB) {
 	db.InstanceSet(ownTxKey, true)
 }
 
-func (p *Plugin) endOwnTx(db *gorm.DB) {
+func (p *Caches) endOwnTx(db *gorm.DB) {
 	// Only children of a counter cache begin one; checking that first keeps
 	// InstanceGet's allocation off every other model's statements.
 	if s := db.Statement; s.Schema == nil || p.childCachesOf(s.Schema.ModelType) == nil {

@@ -1,4 +1,4 @@
-package slotted
+package countercache
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/write"
+
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 // Counter caches of parents with a composite primary key: the child's foreign
@@ -25,7 +27,7 @@ import (
 // exactly the parent's primary key.
 func compositeFKs(rel *schema.Relationship, parent *meta.Model, what string) ([]*schema.Field, error) {
 	if rel.Polymorphic != nil {
-		return nil, fmt.Errorf("%w: %s: a polymorphic counter cache needs a parent with a single-column key", ErrUnsupportedModel, what)
+		return nil, fmt.Errorf("%w: %s: a polymorphic counter cache needs a parent with a single-column key", errs.ErrUnsupportedModel, what)
 	}
 	out := make([]*schema.Field, len(parent.Key.Parts))
 	for _, r := range rel.References {
@@ -37,10 +39,10 @@ func compositeFKs(rel *schema.Relationship, parent *meta.Model, what string) ([]
 	}
 	for i, f := range out {
 		if f == nil || len(rel.References) != len(out) {
-			return nil, fmt.Errorf("%w: %s: the foreign key must reference every column of %s's primary key (missing %s)", ErrInvalidConfig, what, parent.Type, parent.Key.Parts[i].Column)
+			return nil, fmt.Errorf("%w: %s: the foreign key must reference every column of %s's primary key (missing %s)", errs.ErrInvalidConfig, what, parent.Type, parent.Key.Parts[i].Column)
 		}
 		if err := fkSupported(f.FieldType); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, f.Name, err)
+			return nil, fmt.Errorf("%w: %s: %v", errs.ErrInvalidConfig, f.Name, err)
 		}
 	}
 	return out, nil
@@ -79,7 +81,7 @@ func compositeFKID(vals []any) (string, bool, error) {
 //
 //	SELECT memberships.org_id, memberships.handle, COUNT(*) FROM sessions
 //	WHERE (org_id, handle) IN ((?, ?), ...) ... GROUP BY org_id, handle
-func (p *Plugin) countChildrenComposite(tx *gorm.DB, c *counterCache, keys []any, into deltas) error {
+func (p *Caches) countChildrenComposite(tx *gorm.DB, c *counterCache, keys []any, into deltas) error {
 	cols := make([]clause.Column, len(c.fkParts))
 	sel := ""
 	vars := make([]any, 0, len(cols)+1)
@@ -93,7 +95,7 @@ func (p *Plugin) countChildrenComposite(tx *gorm.DB, c *counterCache, keys []any
 		agg = "COALESCE(SUM(?), 0)"
 		vars = append(vars, clause.Column{Table: clause.CurrentTable, Name: c.sum.DBName})
 	}
-	q := WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).
+	q := session.WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).
 		Select(sel+agg, vars...).
 		Where(clause.IN{Column: cols, Values: keys}).
 		Clauses(clause.GroupBy{Columns: cols})
@@ -131,7 +133,7 @@ func (p *Plugin) countChildrenComposite(tx *gorm.DB, c *counterCache, keys []any
 				n, ok = write.MergeDelta(into[deltaKey{c, id}], n)
 			}
 			if !ok {
-				return ErrOverflow
+				return errs.ErrOverflow
 			}
 			into[deltaKey{c, id}] = n
 		}

@@ -1,10 +1,12 @@
-package slotted
+package countercache
 
 import (
 	"database/sql"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 type textKey [2]byte
@@ -32,7 +34,7 @@ func TestFKID(t *testing.T) {
 		{sql.NullInt64{}, "", false, false},
 		{sql.NullString{String: "x", Valid: true}, "x", true, false},
 		{textKey{'a', 'b'}, "ab", true, false},
-		{strings.Repeat("k", MaxKeyLen+1), "", false, true},
+		{strings.Repeat("k", errs.MaxKeyLen+1), "", false, true},
 		{1.5, "", false, true},
 	}
 	for _, c := range cases {
@@ -40,8 +42,8 @@ func TestFKID(t *testing.T) {
 		if (err != nil) != c.fail || id != c.id || ok != c.ok {
 			t.Errorf("fkID(%#v) = %q, %v, %v; want %q, %v, fail %v", c.in, id, ok, err, c.id, c.ok, c.fail)
 		}
-		if err != nil && !errors.Is(err, ErrUnsupportedKey) {
-			t.Errorf("fkID(%#v): %v does not wrap ErrUnsupportedKey", c.in, err)
+		if err != nil && !errors.Is(err, errs.ErrUnsupportedKey) {
+			t.Errorf("fkID(%#v): %v does not wrap errs.ErrUnsupportedKey", c.in, err)
 		}
 	}
 }

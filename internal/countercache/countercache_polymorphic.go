@@ -1,4 +1,4 @@
-package slotted
+package countercache
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package slotted
+package countercache
 
 import (
 	"database/sql"
@@ -8,6 +8,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/write"
+
+	"github.com/slotted-go/slotted/internal/meta"
 )
 
 // applyDeltas writes every parent's net change with one multi-row upsert (one
@@ -18,15 +20,15 @@ import (
 // prepared once per connection (txPrepared): without it, go-sql-driver/mysql
 // prepares, executes and closes it on every Create, one more round trip than
 // the child's INSERT costs.
-func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
+func (p *Caches) applyDeltas(db *gorm.DB, d deltas) error {
 	if err := p.propagate(db, d); err != nil {
 		return err
 	}
 	rows := make([]write.Row, 0, len(d))
 	for k, n := range d {
-		rows = append(rows, write.Row{Ref: Ref{Type: k.c.counter.RecordType, ID: k.id}, Slots: k.c.counter.Slots, Delta: n})
+		rows = append(rows, write.Row{Ref: meta.Ref{Type: k.c.counter.RecordType, ID: k.id}, Slots: k.c.counter.Slots, Delta: n})
 	}
-	rows, err := write.SumRows(rows) // one row per parent counter, in key order; ErrOverflow
+	rows, err := write.SumRows(rows) // one row per parent counter, in key order; errs.ErrOverflow
 	if err != nil || len(rows) == 0 {
 		return err
 	}
@@ -39,7 +41,7 @@ func (p *Plugin) applyDeltas(db *gorm.DB, d deltas) error {
 // upsertDeltas runs writeDeltas, through session.TxPrepared when it can:
 // only the plugin's fixed upserts pass through it (a bounded set of
 // statements).
-func (p *Plugin) upsertDeltas(db *gorm.DB, rows []write.Row) error {
+func (p *Caches) upsertDeltas(db *gorm.DB, rows []write.Row) error {
 	if tx, ok := db.Statement.ConnPool.(*sql.Tx); ok && p.dialect.PreparedInTx && !p.cfg.DisablePrepared {
 		if sqlDB, err := db.DB(); err == nil {
 			db.Statement.ConnPool = session.TxPrepared{Tx: tx, Stmts: p.sessions.StmtPool(sqlDB)}

@@ -1,4 +1,4 @@
-package slotted
+package countercache
 
 import (
 	"fmt"
@@ -13,6 +13,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/write"
+
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 // Images: what a child row counts, read from the database (readImages) or
@@ -46,7 +48,7 @@ type image struct {
 //
 //	SELECT `comments`.`id`, `comments`.`post_id`, `comments`.`deleted_at`, CASE WHEN (published = true) THEN 1 ELSE 0 END
 //	FROM `comments` WHERE <the statement's conditions> [AND `comments`.`deleted_at` IS NULL] FOR UPDATE
-func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, unscoped bool, scope func(*gorm.DB) *gorm.DB) error {
+func (p *Caches) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, unscoped bool, scope func(*gorm.DB) *gorm.DB) error {
 	var sel strings.Builder
 	var vars []any
 	col := func(name string) {
@@ -74,7 +76,7 @@ func (p *Plugin) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 		sel.WriteString(", CASE WHEN (?) THEN 1 ELSE 0 END")
 		vars = append(vars, op.recheck)
 	}
-	q := WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select(sel.String(), vars...)
+	q := session.WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select(sel.String(), vars...)
 	if unscoped {
 		q = q.Unscoped()
 	}
@@ -222,7 +224,7 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 			n, ok = write.MergeDelta(d[deltaKey{c, id}], n)
 		}
 		if !ok {
-			return ErrOverflow
+			return errs.ErrOverflow
 		}
 		d[deltaKey{c, id}] = n
 	}
@@ -305,7 +307,7 @@ func touches(cols, watched map[string]bool) bool {
 func (cc *childCaches) fromMaps(db *gorm.DB, upsert bool) ([]reflect.Value, error) {
 	s := db.Statement
 	if upsert || cc.selectOnCreate {
-		return nil, fmt.Errorf("%w: create %s from structs: an upsert or a condition without Match is read back by primary key", ErrUnsupportedModel, s.Schema.Name)
+		return nil, fmt.Errorf("%w: create %s from structs: an upsert or a condition without Match is read back by primary key", errs.ErrUnsupportedModel, s.Schema.Name)
 	}
 	var out []reflect.Value
 	var each func(v reflect.Value) error
@@ -337,7 +339,7 @@ func (cc *childCaches) fromMaps(db *gorm.DB, upsert bool) ([]reflect.Value, erro
 					err = fmt.Errorf("an SQL expression") // gorm's Set skips it silently
 				}
 				if err != nil && (cc.watched == nil || cc.watched[f.DBName]) {
-					return fmt.Errorf("%w: %s.%s: %v cannot be counted; create it from a struct", ErrUnsupportedModel, s.Schema.Name, f.Name, err)
+					return fmt.Errorf("%w: %s.%s: %v cannot be counted; create it from a struct", errs.ErrUnsupportedModel, s.Schema.Name, f.Name, err)
 				}
 			}
 			out = append(out, rec)

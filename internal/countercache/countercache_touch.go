@@ -1,4 +1,4 @@
-package slotted
+package countercache
 
 import (
 	"cmp"
@@ -13,18 +13,6 @@ import (
 	"github.com/slotted-go/slotted/internal/meta"
 )
 
-// Touch sets the parent's updated_at (its autoUpdateTime column) whenever the
-// counter changes, in the same transaction: counter_culture's touch: true.
-// Off by default, and costly on a hot parent: it writes the parent's row in
-// every child's transaction, the single contended row that slotted counters
-// exist to avoid (the child Create then runs at the speed of the Rails-style
-// cache; BENCHMARKS.md). With a foreign key constraint on MySQL/MariaDB, the
-// child's INSERT takes a shared lock on the parent row that the touch then
-// upgrades: concurrent inserters deadlock (retry the transaction).
-func Touch() CacheOption {
-	return func(s *XSpec) { s.Touch = true }
-}
-
 // touchField is the parent's column that gorm's UpdatedAt handling writes.
 func touchField(s *schema.Schema) *schema.Field {
 	for _, f := range s.Fields {
@@ -38,7 +26,7 @@ func touchField(s *schema.Schema) *schema.Field {
 // touchParents updates the autoUpdateTime column of every parent whose
 // touched counter changed, one UPDATE per parent table, keys in ascending
 // order (record_id order for string keys).
-func (p *Plugin) touchParents(db *gorm.DB, d deltas) error {
+func (p *Caches) touchParents(db *gorm.DB, d deltas) error {
 	type target struct {
 		parent *meta.Model
 		field  *schema.Field

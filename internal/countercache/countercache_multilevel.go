@@ -1,4 +1,4 @@
-package slotted
+package countercache
 
 import (
 	"cmp"
@@ -15,6 +15,9 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/write"
+
+	"github.com/slotted-go/slotted/internal/errs"
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // Multi-level counter caches (counter_culture's [:user, :company]): reviews
@@ -58,19 +61,10 @@ import (
 // rows by exact key (they are upserted first), so no gap or next-key lock is
 // held on a neighbouring counter's rows.
 
-// SumCounter makes a counter cache add up a counter of the child instead of
-// counting the child rows: a multi-level cache. name is the child's counter
-// (tag or field name), which must itself be a counter cache, declared first.
-// Where, Match, Weight, WithDeleted and Touch apply to the intermediate rows;
-// Sum cannot be combined with it.
-func SumCounter(name string) CacheOption {
-	return func(s *XSpec) { s.SumCounter = name }
-}
-
 // sumCounterOf checks a SumCounter option and sets cc.through.
-func (p *Plugin) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schema, spec XSpec) error {
+func (p *Caches) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schema, spec Spec) error {
 	if spec.Sum != "" {
-		return fmt.Errorf("%w: SumCounter(%q) and Sum(%q) cannot be combined", ErrInvalidConfig, spec.SumCounter, spec.Sum)
+		return fmt.Errorf("%w: SumCounter(%q) and Sum(%q) cannot be combined", errs.ErrInvalidConfig, spec.SumCounter, spec.Sum)
 	}
 	m, err := p.models.OfSchema(db, child)
 	if err != nil {
@@ -81,7 +75,7 @@ func (p *Plugin) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schem
 		return err
 	}
 	if p.cacheOf(c) == nil {
-		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s is not a counter cache (declare it first)", ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
+		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s is not a counter cache (declare it first)", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
 	}
 	cc.through = c
 	p.caches.summed.Store(true) // before registration: a failed one only costs the lookups
@@ -90,7 +84,7 @@ func (p *Plugin) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schem
 
 // summedBy returns the child caches of the model whose counter c is, when
 // one of them adds c up (SumCounter).
-func (p *Plugin) summedBy(c *counterCache) *childCaches {
+func (p *Caches) summedBy(c *counterCache) *childCaches {
 	cc := p.childCachesOf(c.parent.Type)
 	if cc == nil || !slices.Contains(cc.totals, c.counter) {
 		return nil
@@ -101,14 +95,14 @@ func (p *Plugin) summedBy(c *counterCache) *childCaches {
 // propagate adds to d, level by level, the changes that the caches adding up
 // a changed counter (SumCounter) receive: each intermediate record is read FOR
 // SHARE, in primary-key order, and its change is counted like a row of its own.
-func (p *Plugin) propagate(db *gorm.DB, d deltas) error {
+func (p *Caches) propagate(db *gorm.DB, d deltas) error {
 	if !p.caches.summed.Load() {
 		return nil
 	}
 	todo := d
 	for depth := 0; len(todo) > 0; depth++ {
 		if depth > 32 {
-			return fmt.Errorf("%w: SumCounter chains deeper than 32 levels", ErrInvalidConfig)
+			return fmt.Errorf("%w: SumCounter chains deeper than 32 levels", errs.ErrInvalidConfig)
 		}
 		type level struct {
 			cc      *childCaches
@@ -150,7 +144,7 @@ func (p *Plugin) propagate(db *gorm.DB, d deltas) error {
 				}
 			}
 			op := &cacheOp{cc: l.cc, deltas: next, share: true, propagate: l.changes}
-			for chunk := range slices.Chunk(keys, loadChunk) {
+			for chunk := range slices.Chunk(keys, tables.LoadChunk) {
 				byKey := func(q *gorm.DB) *gorm.DB {
 					return q.Where(keyIn(l.cc, chunk)).Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: l.cc.key.DBName}})
 				}
@@ -162,7 +156,7 @@ func (p *Plugin) propagate(db *gorm.DB, d deltas) error {
 		for k, n := range next {
 			sum, ok := write.MergeDelta(d[k], n)
 			if !ok {
-				return ErrOverflow
+				return errs.ErrOverflow
 			}
 			d[k] = sum
 		}
@@ -207,7 +201,7 @@ type pendingRow struct {
 // the totals before it, because those children change the totals in between
 // and are counted up the chain by themselves; a row that was not there before
 // brings a total of 0 for the same reason.
-func (p *Plugin) contributeTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, imgs []image, keys []any) error {
+func (p *Caches) contributeTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, imgs []image, keys []any) error {
 	ids := make([]string, len(keys))
 	for i, k := range keys {
 		id, _, err := fkID(k)
@@ -220,7 +214,7 @@ func (p *Plugin) contributeTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sig
 	case op.propagate != nil || !op.paired:
 		return p.countWithTotals(db, cc, op, sign, imgs, ids)
 	case sign < 0:
-		var totals map[Ref]int64
+		var totals map[meta.Ref]int64
 		if !op.totalsLater {
 			var err error
 			if totals, err = p.lockedTotals(db, cc.totals, ids); err != nil {
@@ -235,7 +229,7 @@ func (p *Plugin) contributeTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sig
 			if totals != nil {
 				row.totals = make([]int64, len(cc.totals))
 				for j, c := range cc.totals {
-					row.totals[j] = totals[Ref{Type: c.RecordType, ID: ids[i]}]
+					row.totals[j] = totals[meta.Ref{Type: c.RecordType, ID: ids[i]}]
 				}
 			}
 			op.before[ids[i]] = row
@@ -272,7 +266,7 @@ func (p *Plugin) contributeTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sig
 		for i := range changed {
 			changed[i].totals = make([]int64, len(cc.totals))
 			for j, c := range cc.totals {
-				changed[i].totals[j] = totals[Ref{Type: c.RecordType, ID: changed[i].id}]
+				changed[i].totals[j] = totals[meta.Ref{Type: c.RecordType, ID: changed[i].id}]
 			}
 		}
 	}
@@ -289,7 +283,7 @@ func (p *Plugin) contributeTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sig
 
 // countBefore counts the removal of the "before" images that no "after"
 // image matched (a row whose primary key the update changed).
-func (p *Plugin) countBefore(db *gorm.DB, op *cacheOp) error {
+func (p *Caches) countBefore(db *gorm.DB, op *cacheOp) error {
 	if len(op.before) == 0 {
 		return nil
 	}
@@ -344,11 +338,11 @@ func sameValue(a, b any) bool { return reflect.DeepEqual(a, b) }
 // countWithTotals contributes images. With ids, their totals are read (or,
 // when propagating, taken from the changes) for those records; without, the
 // images carry them.
-func (p *Plugin) countWithTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, imgs []image, ids []string) error {
+func (p *Caches) countWithTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sign int64, imgs []image, ids []string) error {
 	if len(imgs) == 0 {
 		return nil
 	}
-	var totals map[Ref]int64
+	var totals map[meta.Ref]int64
 	if ids != nil && op.propagate == nil {
 		var err error
 		if totals, err = p.lockedTotals(db, cc.totals, ids); err != nil {
@@ -362,7 +356,7 @@ func (p *Plugin) countWithTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sign
 				if op.propagate != nil {
 					img.totals[j] = op.propagate[c][ids[i]]
 				} else {
-					img.totals[j] = totals[Ref{Type: c.RecordType, ID: ids[i]}]
+					img.totals[j] = totals[meta.Ref{Type: c.RecordType, ID: ids[i]}]
 				}
 			}
 		}
@@ -378,32 +372,32 @@ func (p *Plugin) countWithTotals(db *gorm.DB, cc *childCaches, op *cacheOp, sign
 // row is upserted first (as Fix does) and then read FOR UPDATE by its exact
 // key: a writer of these counters waits for the commit, and InnoDB takes no
 // gap lock next to another record's rows.
-func (p *Plugin) lockedTotals(db *gorm.DB, counters []*meta.Counter, ids []string) (map[Ref]int64, error) {
-	var rows []SlottedCounter
+func (p *Caches) lockedTotals(db *gorm.DB, counters []*meta.Counter, ids []string) (map[meta.Ref]int64, error) {
+	var rows []tables.Counter
 	for _, c := range counters {
 		for _, id := range ids {
 			if id == "" {
 				continue
 			}
 			for slot := range c.Slots {
-				rows = append(rows, SlottedCounter{RecordType: Key(c.RecordType), RecordID: Key(id), Slot: int32(slot)})
+				rows = append(rows, tables.Counter{RecordType: tables.Key(c.RecordType), RecordID: tables.Key(id), Slot: int32(slot)})
 			}
 		}
 	}
-	slices.SortFunc(rows, func(a, b SlottedCounter) int {
+	slices.SortFunc(rows, func(a, b tables.Counter) int {
 		return cmp.Or(cmp.Compare(a.RecordType, b.RecordType), cmp.Compare(a.RecordID, b.RecordID), cmp.Compare(a.Slot, b.Slot))
 	})
-	rows = slices.CompactFunc(rows, func(a, b SlottedCounter) bool { return sameCounter(a, b) && a.Slot == b.Slot })
+	rows = slices.CompactFunc(rows, func(a, b tables.Counter) bool { return tables.SameCounter(a, b) && a.Slot == b.Slot })
 	tx := session.Routed(db)
-	totals := map[Ref]int64{}
+	totals := map[meta.Ref]int64{}
 	for chunk := range slices.Chunk(rows, 500) {
 		if p.dialect.LockingReads {
 			if err := tx.Table(p.cfg.Table).Clauses(keepCountClause()).Create(&chunk).Error; err != nil {
 				return nil, err
 			}
 		}
-		var got []SlottedCounter
-		q := tx.Table(p.cfg.Table).Select("record_type", "record_id", "slot", "count").Where(slotsCondition(chunk))
+		var got []tables.Counter
+		q := tx.Table(p.cfg.Table).Select("record_type", "record_id", "slot", "count").Where(tables.SlotsCondition(chunk))
 		if p.dialect.LockingReads {
 			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 		}
@@ -411,10 +405,10 @@ func (p *Plugin) lockedTotals(db *gorm.DB, counters []*meta.Counter, ids []strin
 			return nil, err
 		}
 		for _, r := range got {
-			ref := Ref{Type: string(r.RecordType), ID: string(r.RecordID)}
+			ref := meta.Ref{Type: string(r.RecordType), ID: string(r.RecordID)}
 			sum, ok := write.MergeDelta(totals[ref], r.Count)
 			if !ok {
-				return nil, ErrOverflow
+				return nil, errs.ErrOverflow
 			}
 			totals[ref] = sum
 		}
@@ -425,7 +419,7 @@ func (p *Plugin) lockedTotals(db *gorm.DB, counters []*meta.Counter, ids []strin
 // lockingClause is the locking read of images: FOR UPDATE, or a shared lock
 // (MariaDB has no FOR SHARE before 12.x, but every MySQL and MariaDB has
 // LOCK IN SHARE MODE).
-func (p *Plugin) lockingClause(share bool) clause.Interface {
+func (p *Caches) lockingClause(share bool) clause.Interface {
 	if !share {
 		return clause.Locking{Strength: clause.LockingStrengthUpdate}
 	}
@@ -455,7 +449,7 @@ func (s shareMode) MergeClause(c *clause.Clause) { c.Name, c.Expression = "", s 
 //
 // Each level's conditions stay in its own SELECT, where an unqualified column
 // names that level's table. The weights multiply in Go.
-func (p *Plugin) countThrough(tx *gorm.DB, c *counterCache, keys []any, into deltas) error {
+func (p *Caches) countThrough(tx *gorm.DB, c *counterCache, keys []any, into deltas) error {
 	q, weight, err := p.throughQuery(tx, c, func(fk clause.Column) clause.Expression { return clause.IN{Column: fk, Values: keys} }, 1)
 	if err != nil {
 		return err
@@ -483,7 +477,7 @@ func (p *Plugin) countThrough(tx *gorm.DB, c *counterCache, keys []any, into del
 			n, ok = write.MergeDelta(into[deltaKey{c, id}], n)
 		}
 		if !ok {
-			return ErrOverflow
+			return errs.ErrOverflow
 		}
 		into[deltaKey{c, id}] = n
 	}
@@ -493,13 +487,13 @@ func (p *Plugin) countThrough(tx *gorm.DB, c *counterCache, keys []any, into del
 // throughQuery selects (slotted_fk, slotted_n) per foreign key value of c's
 // children that filter admits: the unweighted count or sum at the bottom of
 // the chain. weight is the product of the chain's weights.
-func (p *Plugin) throughQuery(tx *gorm.DB, c *counterCache, filter func(clause.Column) clause.Expression, depth int) (*gorm.DB, int64, error) {
+func (p *Caches) throughQuery(tx *gorm.DB, c *counterCache, filter func(clause.Column) clause.Expression, depth int) (*gorm.DB, int64, error) {
 	if depth > 32 {
-		return nil, 0, fmt.Errorf("%w: SumCounter chains deeper than 32 levels", ErrInvalidConfig)
+		return nil, 0, fmt.Errorf("%w: SumCounter chains deeper than 32 levels", errs.ErrInvalidConfig)
 	}
 	model := reflect.New(c.child.schema.ModelType).Interface()
 	fk := clause.Column{Table: clause.CurrentTable, Name: c.fk.DBName}
-	q := WithoutFill(session.Routed(tx)).Model(model)
+	q := session.WithoutFill(session.Routed(tx)).Model(model)
 	weight := c.weight
 	if c.through == nil {
 		agg, vars := "COUNT(*)", []any{fk}
@@ -511,11 +505,11 @@ func (p *Plugin) throughQuery(tx *gorm.DB, c *counterCache, filter func(clause.C
 	} else {
 		lower := p.cacheOf(c.through)
 		if lower == nil {
-			return nil, 0, fmt.Errorf("%w: SumCounter: %q is no longer a counter cache", ErrInvalidConfig, c.through.Name)
+			return nil, 0, fmt.Errorf("%w: SumCounter: %q is no longer a counter cache", errs.ErrInvalidConfig, c.through.Name)
 		}
 		key := clause.Column{Table: clause.CurrentTable, Name: c.child.key.DBName}
 		// The intermediate keys narrow the lower level's scan to its index on the foreign key.
-		narrow := WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).Unscoped().Select("?", key).Where(filter(fk))
+		narrow := session.WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).Unscoped().Select("?", key).Where(filter(fk))
 		inner, w, err := p.throughQuery(tx, lower, func(lfk clause.Column) clause.Expression {
 			return clause.Expr{SQL: "? IN (?)", Vars: []any{lfk, narrow}}
 		}, depth+1)
@@ -524,7 +518,7 @@ func (p *Plugin) throughQuery(tx *gorm.DB, c *counterCache, filter func(clause.C
 		}
 		var ok bool
 		if weight, ok = write.ScaleDelta(weight, w); !ok {
-			return nil, 0, ErrOverflow
+			return nil, 0, errs.ErrOverflow
 		}
 		alias := fmt.Sprintf("slotted_l%d", depth)
 		q = q.Select("? AS slotted_fk, COALESCE(SUM(?), 0) AS slotted_n", fk, clause.Column{Table: alias, Name: "slotted_n"}).

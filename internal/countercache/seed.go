@@ -1,4 +1,4 @@
-package slotted
+package countercache
 
 import (
 	"cmp"
@@ -9,13 +9,15 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/errs"
 )
 
 // Counter fields of new records. db.Create(&Post{Likes: 5}) stores 5: the
 // counter is seeded with the field's value in the Create's transaction (one
 // upsert per non-zero counter per record, in key order), so what the record
 // says is what the counter holds. A counter cache's field is refused instead
-// (ErrCounterCache, nothing written): its children are its only source.
+// (errs.ErrCounterCache, nothing written): its children are its only source.
 //
 // A record whose primary key is set before an upsert (Save, OnConflict) may
 // already exist, so its fields are left alone, as any update leaves them.
@@ -25,7 +27,7 @@ import (
 const freshKey = "slotted:fresh"
 
 // checkSeeds refuses new records with a non-zero counter-cache field.
-func (p *Plugin) checkSeeds(db *gorm.DB, m *meta.Model, upsert bool) error {
+func (p *Caches) checkSeeds(db *gorm.DB, m *meta.Model, upsert bool) error {
 	var fresh []bool
 	var err error
 	meta.EachStruct(db.Statement.ReflectValue, func(v reflect.Value) {
@@ -42,7 +44,7 @@ func (p *Plugin) checkSeeds(db *gorm.DB, m *meta.Model, upsert bool) error {
 				continue
 			}
 			if f, ok := meta.FieldAt(v, c.Index); ok && !f.IsZero() {
-				err = fmt.Errorf("%w: %s.%s is %v on a new record; leave it 0, the children count", ErrCounterCache, m.Type, c.Name, f.Interface())
+				err = fmt.Errorf("%w: %s.%s is %v on a new record; leave it 0, the children count", errs.ErrCounterCache, m.Type, c.Name, f.Interface())
 				return
 			}
 		}
@@ -54,7 +56,7 @@ func (p *Plugin) checkSeeds(db *gorm.DB, m *meta.Model, upsert bool) error {
 }
 
 // seed adds the counter fields of the records a Create inserted to their counters.
-func (p *Plugin) seed(db *gorm.DB, m *meta.Model, upsert bool) error {
+func (p *Caches) seed(db *gorm.DB, m *meta.Model, upsert bool) error {
 	var fresh []bool
 	if upsert {
 		v, _ := db.InstanceGet(freshKey)
