@@ -16,6 +16,8 @@ import (
 	"github.com/slotted-go/slotted/internal/bucketing"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // BucketOptions configures MaintainBuckets, and Runner.Buckets.
@@ -171,7 +173,7 @@ func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType strin
 		}
 		// Deleting named rows is idempotent: retried on lock conflicts like a write.
 		return p.sessions.Retry.Do(ctx, session.InTx(db), func(ctx context.Context) error {
-			res := session.Primary(db, p.cfg.Table).WithContext(ctx).Table(p.cfg.Table).Where(slotsCondition(rows)).Delete(&SlottedCounter{})
+			res := session.Primary(db, p.cfg.Table).WithContext(ctx).Table(p.cfg.Table).Where(tables.SlotsCondition(rows)).Delete(&SlottedCounter{})
 			removed += res.RowsAffected
 			return res.Error
 		})

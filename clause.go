@@ -2,7 +2,6 @@ package slotted
 
 import (
 	"fmt"
-	"iter"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -11,6 +10,8 @@ import (
 	"github.com/slotted-go/slotted/internal/dialect"
 
 	"github.com/slotted-go/slotted/internal/write"
+
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // statements are the plugin's hot statements, rendered once per *gorm.DB by
@@ -84,22 +85,12 @@ func render(db *gorm.DB, table string, d dialect.Dialect) (statements, error) {
 	return s, nil
 }
 
-// keyColumns are the counter table's primary key, the upserts' conflict target.
-func keyColumns() []clause.Column {
-	return []clause.Column{{Name: "record_type"}, {Name: "record_id"}, {Name: "slot"}}
-}
-
 // addClause adds delta (a bound value, or the inserted row's count in a
 // multi-row upsert) to the existing row. The current-table column plus the
 // delta is the one form that works on MySQL/MariaDB, PostgreSQL (where a bare
 // "count" is ambiguous) and SQLite alike.
 func addClause(d dialect.Dialect, delta any) clause.OnConflict {
-	return clause.OnConflict{Columns: keyColumns(), DoUpdates: clause.Set{{Column: clause.Column{Name: "count"}, Value: d.AddExpr(delta)}}}
-}
-
-// setClause overwrites the existing row's count with value (Reset's seed row).
-func setClause(value int64) clause.OnConflict {
-	return clause.OnConflict{Columns: keyColumns(), DoUpdates: clause.Set{{Column: clause.Column{Name: "count"}, Value: value}}}
+	return clause.OnConflict{Columns: tables.KeyColumns(), DoUpdates: clause.Set{{Column: clause.Column{Name: "count"}, Value: d.AddExpr(delta)}}}
 }
 
 // argOrder maps the rendered statement's Vars back to the values they stand for.
@@ -120,60 +111,6 @@ func argOrder(vars []any) ([]write.Arg, error) {
 		}
 	}
 	return order, nil
-}
-
-// refsCondition selects the rows of the given counters (sorted). It is
-// written as record_type = ? AND record_id IN (...) per record type, because
-// PostgreSQL plans a row-value IN list as a scan of the whole record type with
-// an OR filter per row.
-func refsCondition(refs []Ref) clause.Expression {
-	rt, rid := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}
-	var or []clause.Expression
-	for group := range runs(refs, func(a, b Ref) bool { return a.Type == b.Type }) {
-		ids := make([]any, len(group))
-		for i, r := range group {
-			ids[i] = r.ID
-		}
-		or = append(or, clause.And(clause.Eq{Column: rt, Value: group[0].Type}, clause.IN{Column: rid, Values: ids}))
-	}
-	return clause.Or(or...)
-}
-
-// slotsCondition selects exactly the given rows (sorted by key), as
-// record_type = ? AND record_id = ? AND slot IN (...) per counter.
-func slotsCondition(rows []SlottedCounter) clause.Expression {
-	rt, rid, slot := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "slot"}
-	var or []clause.Expression
-	for group := range runs(rows, sameCounter) {
-		slots := make([]any, len(group))
-		for i, r := range group {
-			slots[i] = r.Slot
-		}
-		or = append(or, clause.And(clause.Eq{Column: rt, Value: string(group[0].RecordType)},
-			clause.Eq{Column: rid, Value: string(group[0].RecordID)}, clause.IN{Column: slot, Values: slots}))
-	}
-	return clause.Or(or...)
-}
-
-func sameCounter(a, b SlottedCounter) bool {
-	return a.RecordType == b.RecordType && a.RecordID == b.RecordID
-}
-
-// runs yields the runs of consecutive elements of xs that same puts together
-// (rows sorted by key, grouped by counter).
-func runs[T any](xs []T, same func(a, b T) bool) iter.Seq[[]T] {
-	return func(yield func([]T) bool) {
-		for start := 0; start < len(xs); {
-			end := start + 1
-			for end < len(xs) && same(xs[start], xs[end]) {
-				end++
-			}
-			if !yield(xs[start:end]) {
-				return
-			}
-			start = end
-		}
-	}
 }
 
 // ownStatement reports whether query is one of the plugin's fixed statements,

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/meta"
 
@@ -105,9 +104,6 @@ func ResetRef(db *gorm.DB, ref Ref, value int64) error {
 // to the new row after the commit; a slot row created meanwhile (PostgreSQL and
 // READ COMMITTED InnoDB take no gap locks) is left alone and still counts.
 
-// rewriteChunk bounds the tuples of one DELETE (3 bind values each).
-const rewriteChunk = tables.RewriteChunk
-
 // compact folds the slot rows of each counter in refs into one row holding
 // their sum; counters with at most one row are left alone, and so are
 // counters whose total does not fit in int64 (their rows stay as they are).
@@ -123,7 +119,7 @@ func (p *Plugin) compactRefs(db *gorm.DB, refs []Ref, strict bool) (removed int6
 	refs = slices.Clone(refs)
 	slices.SortFunc(refs, meta.CompareRefs) // lock in key order, as every writer of these rows does
 	err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
-		rows, err := p.lockRows(tx, refs)
+		rows, err := tables.LockRows(tx, p.cfg.Table, p.dialect, refs)
 		if err != nil {
 			return err
 		}
@@ -131,7 +127,7 @@ func (p *Plugin) compactRefs(db *gorm.DB, refs []Ref, strict bool) (removed int6
 		if strict && overflows > 0 {
 			return fmt.Errorf("%w: the slot rows of the counter total more than int64 holds; Reset it", ErrOverflow)
 		}
-		removed, err = p.replaceRows(tx, drop, keep)
+		removed, err = tables.ReplaceRows(tx, p.cfg.Table, drop, keep)
 		return err
 	})
 	return removed, err
@@ -141,29 +137,17 @@ func (p *Plugin) compactRefs(db *gorm.DB, refs []Ref, strict bool) (removed int6
 // (none when value is 0).
 func (p *Plugin) reset(db *gorm.DB, ref Ref, value int64) error {
 	return p.sessions.WriteTx(db, func(tx *gorm.DB) error {
-		rows, err := p.lockRows(tx, []Ref{ref})
+		rows, err := tables.LockRows(tx, p.cfg.Table, p.dialect, []Ref{ref})
 		if err != nil {
 			return err
 		}
 		if len(rows) == 0 {
-			return p.seedRow(tx, ref, value)
+			return tables.SeedRow(tx, p.cfg.Table, ref, value)
 		}
 		drop, keep := planReset(rows, value)
-		_, err = p.replaceRows(tx, drop, keep)
+		_, err = tables.ReplaceRows(tx, p.cfg.Table, drop, keep)
 		return err
 	})
-}
-
-// lockRows reads the slot rows of the counters in refs (sorted), locking them
-// in key order.
-func (p *Plugin) lockRows(tx *gorm.DB, refs []Ref) ([]SlottedCounter, error) {
-	var rows []SlottedCounter
-	q := tx.Table(p.cfg.Table).Select("record_type", "record_id", "slot", "count").Where(refsCondition(refs)).
-		Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: clause.Column{Name: "record_type"}}, {Column: clause.Column{Name: "record_id"}}, {Column: clause.Column{Name: "slot"}}}})
-	if p.dialect.LockingReads { // SQLite's BEGIN IMMEDIATE already holds the database's write lock
-		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
-	}
-	return rows, q.Find(&rows).Error
 }
 
 // planCompaction folds each counter's locked rows (sorted by key) into one
@@ -171,7 +155,7 @@ func (p *Plugin) lockRows(tx *gorm.DB, refs []Ref) ([]SlottedCounter, error) {
 // alone, one that sums to 0 gets no row. drop is in key order. A counter
 // whose sum does not fit in int64 is left alone too, and counted in overflows.
 func planCompaction(rows []SlottedCounter) (drop, keep []SlottedCounter, overflows int) {
-	for group := range runs(rows, sameCounter) {
+	for group := range tables.Runs(rows, tables.SameCounter) {
 		if len(group) < 2 {
 			continue
 		}
@@ -199,35 +183,4 @@ func planReset(rows []SlottedCounter, value int64) (drop, keep []SlottedCounter)
 		keep = []SlottedCounter{row}
 	}
 	return rows, keep
-}
-
-// seedRow sets a counter that had no rows to value. Nothing was locked for
-// it, so a writer may create its slot 0 meanwhile (and another Reset may
-// too): set it rather than insert it. An increment overwritten here raced
-// the reset and is ordered before it.
-func (p *Plugin) seedRow(tx *gorm.DB, ref Ref, value int64) error {
-	if value == 0 {
-		return nil
-	}
-	row := SlottedCounter{RecordType: Key(ref.Type), RecordID: Key(ref.ID), Count: value}
-	return tx.Table(p.cfg.Table).Clauses(setClause(value)).Create(&row).Error
-}
-
-// replaceRows deletes exactly the drop rows (locked, sorted by key) and
-// inserts keep, returning the net number of rows removed.
-func (p *Plugin) replaceRows(tx *gorm.DB, drop, keep []SlottedCounter) (removed int64, err error) {
-	for chunk := range slices.Chunk(drop, rewriteChunk) {
-		res := tx.Table(p.cfg.Table).Where(slotsCondition(chunk)).Delete(&SlottedCounter{})
-		if res.Error != nil {
-			return 0, res.Error
-		}
-		removed += res.RowsAffected
-	}
-	if len(keep) > 0 {
-		if err := tx.Table(p.cfg.Table).CreateInBatches(&keep, 500).Error; err != nil {
-			return 0, err
-		}
-		removed -= int64(len(keep))
-	}
-	return removed, nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/keyset"
+
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // pruneBatch bounds the keys one DELETE of pruneKeys removes.
@@ -59,7 +61,7 @@ func compareOnce(a, b onceRow) int {
 func keysCondition(keys []onceRow) clause.Expression {
 	rt, rid, key := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}, clause.Column{Name: "op_key"}
 	var or []clause.Expression
-	for group := range runs(keys, func(a, b onceRow) bool { return a.RecordType == b.RecordType && a.RecordID == b.RecordID }) {
+	for group := range tables.Runs(keys, func(a, b onceRow) bool { return a.RecordType == b.RecordType && a.RecordID == b.RecordID }) {
 		ks := make([]any, len(group))
 		for i, k := range group {
 			ks[i] = string(k.OpKey)
