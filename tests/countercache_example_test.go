@@ -180,3 +180,31 @@ func Example_touch() {
 	fmt.Println(forum.Count, forum.UpdatedAt.Year() > 2001)
 	// Output: 1 true
 }
+
+func Example_sumCounter() {
+	db, done := exampleDB()
+	defer done()
+	if err := db.AutoMigrate(&MLRegion{}, &MLCompany{}, &MLUser{}, &MLReview{}); err != nil {
+		panic(err)
+	}
+	_ = slotted.CounterCache(db, &MLUser{}, "Reviews", "reviews")
+	_ = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews"))
+	acme, other := MLCompany{}, MLCompany{}
+	db.Create(&acme)
+	db.Create(&other)
+	// A copy of the id, not &acme.ID: gorm's Update below stores the new
+	// company_id through this pointer, which would turn acme into other.
+	acmeID := acme.ID
+	ann := MLUser{CompanyID: &acmeID}
+	db.Create(&ann)
+	db.Create(&[]MLReview{{UserID: &ann.ID}, {UserID: &ann.ID}, {UserID: &ann.ID}})
+	n, _ := slotted.Count(db, &acme, "reviews")
+	fmt.Println(n)
+	db.Model(&ann).Update("company_id", other.ID) // ann's 3 reviews should move with her: -3 on acme, +3 on other
+	a, _ := slotted.Count(db, &acme, "reviews")
+	o, _ := slotted.Count(db, &other, "reviews")
+	fmt.Println(a, o)
+	// Output:
+	// 3
+	// 0 3
+}
