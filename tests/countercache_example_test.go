@@ -187,21 +187,20 @@ func Example_sumCounter() {
 	if err := db.AutoMigrate(&MLRegion{}, &MLCompany{}, &MLUser{}, &MLReview{}); err != nil {
 		panic(err)
 	}
-	// The users' own review count first, then the companies' sum of it.
 	_ = slotted.CounterCache(db, &MLUser{}, "Reviews", "reviews")
 	_ = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews"))
-
 	acme, other := MLCompany{}, MLCompany{}
 	db.Create(&acme)
 	db.Create(&other)
-	ann := MLUser{CompanyID: &acme.ID}
+	// A copy of the id, not &acme.ID: gorm's Update below stores the new
+	// company_id through this pointer, which would turn acme into other.
+	acmeID := acme.ID
+	ann := MLUser{CompanyID: &acmeID}
 	db.Create(&ann)
 	db.Create(&[]MLReview{{UserID: &ann.ID}, {UserID: &ann.ID}, {UserID: &ann.ID}})
 	n, _ := slotted.Count(db, &acme, "reviews")
 	fmt.Println(n)
-
-	// Ann changes company: her 3 reviews move with her, as one -3/+3.
-	db.Model(&ann).Update("company_id", other.ID)
+	db.Model(&ann).Update("company_id", other.ID) // ann's 3 reviews should move with her: -3 on acme, +3 on other
 	a, _ := slotted.Count(db, &acme, "reviews")
 	o, _ := slotted.Count(db, &other, "reviews")
 	fmt.Println(a, o)
