@@ -35,6 +35,10 @@ const (
 	markerPruneAge = 24 * time.Hour // pruneMarkers deletes rows of markers made longer ago
 )
 
+// markerNow is the markers' clock: the real one, not Config.Now (the clock of
+// bucketed counters, read once per write: tests count its readings).
+var markerNow = time.Now
+
 // newMarkerAt makes a marker no one else uses, at now: its ID is "t", now in milliseconds since
 // the Unix epoch as 12 hex digits, and 128 random bits as 32.
 func newMarkerAt(now time.Time) *marker {
@@ -60,7 +64,7 @@ func markerBorn(id string) (born time.Time, ok bool) {
 // marker in the pool, so their rows are deleted now, in the background
 // (one that fails is left to pruneMarkers).
 func (c *coalescer) marker(db *gorm.DB, ctx context.Context) *marker {
-	m, stale := c.markers.get(c.p.cfg.Now())
+	m, stale := c.markers.get(markerNow())
 	if len(stale) > 0 {
 		p := c.p
 		go func() {
@@ -78,7 +82,7 @@ func (c *coalescer) marker(db *gorm.DB, ctx context.Context) *marker {
 // Buffer's marker once it is older than markerLife, deleting the old one's
 // row (left to pruneMarkers if that fails).
 func (b *Buffer) renewMarker(ctx context.Context) {
-	now := b.p.cfg.Now()
+	now := markerNow()
 	if now.Sub(b.marker.born) < markerLife {
 		return
 	}
@@ -129,5 +133,5 @@ func PruneMarkers(db *gorm.DB) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p.pruneMarkers(contextOf(db), db, p.cfg.Now())
+	return p.pruneMarkers(contextOf(db), db, markerNow())
 }

@@ -136,7 +136,7 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 	}
 	errs = append(errs, r.maintainBuckets(ctx, db, &pass)...)
 	if p, err := pluginOf(db); err == nil && ctx.Err() == nil && p.dialect.name != "sqlite" {
-		if pass.Markers, err = p.pruneMarkers(ctx, db, p.cfg.Now()); err != nil {
+		if pass.Markers, err = p.pruneMarkers(ctx, db, markerNow()); err != nil {
 			errs = append(errs, fmt.Errorf("prune outcome markers: %w", err))
 		}
 	}
