@@ -33,7 +33,7 @@ import (
 // Buffer's marker once it is older than write.MarkerLife, deleting the old one's
 // row (left to pruneMarkers if that fails).
 func (b *Buffer) renewMarker(ctx context.Context) {
-	now := b.p.cfg.Now()
+	now := write.MarkerNow()
 	if now.Sub(b.marker.Born) < write.MarkerLife {
 		return
 	}
@@ -52,5 +52,5 @@ func PruneMarkers(db *gorm.DB) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p.writes.PruneMarkerRows(session.Context(db), db, p.cfg.Now())
+	return p.writes.PruneMarkerRows(session.Context(db), db, write.MarkerNow())
 }

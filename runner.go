@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted/internal/write"
 )
 
 // Runner is a background job for applications without a cron: every Interval
@@ -135,8 +137,8 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 		}
 	}
 	errs = append(errs, r.maintainBuckets(ctx, db, &pass)...)
-	if p, err := pluginOf(db); err == nil && ctx.Err() == nil && p.dialect.Name != "sqlite" {
-		if pass.Markers, err = p.writes.PruneMarkerRows(ctx, db, p.cfg.Now()); err != nil {
+	if p, err := pluginOf(db); err == nil && ctx.Err() == nil && p.dialect.Markers {
+		if pass.Markers, err = p.writes.PruneMarkerRows(ctx, db, write.MarkerNow()); err != nil {
 			errs = append(errs, fmt.Errorf("prune outcome markers: %w", err))
 		}
 	}

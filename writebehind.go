@@ -149,7 +149,7 @@ func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
 	}
 	b := &Buffer{
 		p: p, db: db.Session(&gorm.Session{Context: context.Background()}), opts: opts,
-		pending: map[Ref]*bufEntry{}, marker: write.NewMarkerAt(p.cfg.Now()),
+		pending: map[Ref]*bufEntry{}, marker: write.NewMarkerAt(write.MarkerNow()),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go b.loop()

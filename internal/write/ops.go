@@ -118,7 +118,11 @@ const (
 	markerPruneAge = 24 * time.Hour // pruneMarkers deletes rows of markers made longer ago
 )
 
-// newMarkerAt makes a marker no one else uses, at now: its ID is "t", now in milliseconds since
+// MarkerNow is the markers' clock: the real one, not Config.Now (the clock of
+// bucketed counters, read once per write: tests count its readings).
+var MarkerNow = time.Now
+
+// NewMarkerAt makes a marker no one else uses, at now: its ID is "t", now in milliseconds since
 // the Unix epoch as 12 hex digits, and 128 random bits as 32.
 func NewMarkerAt(now time.Time) *Marker {
 	id := fmt.Sprintf("t%012x%016x%016x", max(now.UnixMilli(), 0), rand.Uint64(), rand.Uint64())
@@ -143,7 +147,7 @@ func markerBorn(id string) (born time.Time, ok bool) {
 // marker in the pool, so their rows are deleted now, in the background
 // (one that fails is left to pruneMarkers).
 func (c *coalescer) marker(db *gorm.DB, ctx context.Context) *Marker {
-	m, stale := c.markers.get(c.p.cfg.Now())
+	m, stale := c.markers.get(MarkerNow())
 	if len(stale) > 0 {
 		p := c.p
 		go func() {

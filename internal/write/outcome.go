@@ -154,8 +154,17 @@ func (p *Engine) settled(db *gorm.DB, ctx context.Context, m *Marker, err error,
 		m.seq++
 		return nil
 	}
-	if definite(err) || (!settleContext && ctx.Err() != nil) {
+	if definite(err) {
 		return err
+	}
+	if cerr := ctx.Err(); !settleContext && cerr != nil {
+		if errors.Is(err, cerr) {
+			return err
+		}
+		// The connection's error came first, the context ended before the
+		// lookup: the caller gets its context's error, as the outcome is
+		// unknown (returned alone, err would say "not counted").
+		return fmt.Errorf("%w (the statement's outcome is unknown: it failed with: %w)", cerr, err)
 	}
 	if c != nil {
 		defer c.lend()()
