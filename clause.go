@@ -14,7 +14,21 @@ import (
 	"github.com/slotted-go/slotted/internal/tables"
 )
 
-// statements are the plugin's hot statements, rendered once per *gorm.DB by
+// Marker values: the rendered statement's Vars are matched back to these.
+const (
+	markType  = Key("\x00slotted:type")
+	markID    = Key("\x00slotted:id")
+	markSlot  = int32(-1 << 30)
+	markDelta = int64(-1 << 40)
+)
+
+// questionMarks wraps the dialect so rendered statements keep '?' placeholders:
+// db.Exec and db.Raw turn them into the dialect's own ($1, @p1, ...) per call.
+type questionMarks struct{ gorm.Dialector }
+
+func (questionMarks) BindVarTo(w clause.Writer, _ *gorm.Statement, _ any) { _ = w.WriteByte('?') }
+
+// render builds the plugin's hot statements (write.Statements), once per *gorm.DB, by
 // gorm itself, so each dialect's own clause builders decide the syntax. The
 // upsert is kept in the dialect's final form ($1 on PostgreSQL) and run through
 // gorm's Raw processor without being parsed again; the sum keeps '?' and goes
@@ -30,29 +44,8 @@ import (
 //
 //	INSERT INTO "slotted_counters" ("record_type","record_id","slot","count") VALUES (?,?,?,?)
 //	ON CONFLICT ("record_type","record_id","slot") DO UPDATE SET "count"="slotted_counters"."count" + ?
-type statements struct {
-	upsert     string
-	upsertArgs []write.Arg // which value goes to each placeholder, in order
-	sum        string
-	sumArgs    []write.Arg
-}
-
-// Marker values: the rendered statement's Vars are matched back to these.
-const (
-	markType  = Key("\x00slotted:type")
-	markID    = Key("\x00slotted:id")
-	markSlot  = int32(-1 << 30)
-	markDelta = int64(-1 << 40)
-)
-
-// questionMarks wraps the dialect so rendered statements keep '?' placeholders:
-// db.Exec and db.Raw turn them into the dialect's own ($1, @p1, ...) per call.
-type questionMarks struct{ gorm.Dialector }
-
-func (questionMarks) BindVarTo(w clause.Writer, _ *gorm.Statement, _ any) { _ = w.WriteByte('?') }
-
-func render(db *gorm.DB, table string, d dialect.Dialect) (statements, error) {
-	var s statements
+func render(db *gorm.DB, table string, d dialect.Dialect) (write.Statements, error) {
+	var s write.Statements
 	dry := func(questions bool) *gorm.DB {
 		tx := db.Session(&gorm.Session{NewDB: true, DryRun: true, SkipDefaultTransaction: true, SkipHooks: true, Logger: logger.Discard})
 		if questions {
@@ -74,12 +67,12 @@ func render(db *gorm.DB, table string, d dialect.Dialect) (statements, error) {
 		return s, fmt.Errorf("slotted: rendering sum: %w", sum.Error)
 	}
 	var err error
-	s.upsert = up.Statement.SQL.String()
-	if s.upsertArgs, err = argOrder(up.Statement.Vars); err != nil {
+	s.Upsert = up.Statement.SQL.String()
+	if s.UpsertArgs, err = argOrder(up.Statement.Vars); err != nil {
 		return s, err
 	}
-	s.sum = sum.Statement.SQL.String()
-	if s.sumArgs, err = argOrder(sum.Statement.Vars); err != nil {
+	s.Sum = sum.Statement.SQL.String()
+	if s.SumArgs, err = argOrder(sum.Statement.Vars); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -118,7 +111,7 @@ func argOrder(vars []any) ([]write.Arg, error) {
 // write and its outcome marker too, and the sum), in the form the driver
 // gets. A new fixed statement belongs here too.
 func (p *Plugin) ownStatement(query string) bool {
-	return query == p.sql.upsert || query == p.sumSQL() || p.writes.BatchStatement(query)
+	return query == p.sql.Upsert || query == p.sumSQL() || p.writes.BatchStatement(query)
 }
 
 // sumSQL is the sum as db.Raw hands it to the driver ($1 on PostgreSQL),
@@ -126,7 +119,7 @@ func (p *Plugin) ownStatement(query string) bool {
 func (p *Plugin) sumSQL() string {
 	p.sumOnce.Do(func() {
 		tx := p.db.Session(&gorm.Session{NewDB: true, DryRun: true, Logger: logger.Discard}).
-			Raw(p.sql.sum, write.Args(p.sql.sumArgs, "", "", 0, 0)...)
+			Raw(p.sql.Sum, write.Args(p.sql.SumArgs, "", "", 0, 0)...)
 		p.sumFinal = tx.Statement.SQL.String()
 	})
 	return p.sumFinal

@@ -1,6 +1,10 @@
 package slotted
 
-import "github.com/slotted-go/slotted/internal/tables"
+import (
+	"time"
+
+	"github.com/slotted-go/slotted/internal/tables"
+)
 
 // SlottedCounter is one slot row. A counter is the set of rows sharing
 // (RecordType, RecordID); its value is the sum of their Count.
@@ -19,3 +23,9 @@ type SlottedCounter = tables.Counter
 // trailing spaces, which would merge the counters of records "abc", "ABC" and
 // "abc ". PostgreSQL and SQLite compare varchar/text exactly already.
 type Key = tables.Key
+
+// Bucket is one bucket of a Series: the count of the writes made in [Start, End).
+type Bucket struct {
+	Start, End time.Time // in the counter's time zone
+	Count      int64
+}

@@ -17,7 +17,7 @@ import (
 // prefixed one keeps using the unprefixed names (one HasTable round trip per
 // db.Use, only when a prefix is set); renaming the tables, or setting
 // Config.Table, moves to the prefixed names.
-func (p *Plugin) prefixed(db *gorm.DB, cfg Config) Config {
+func prefixed(db *gorm.DB, cfg Config) Config {
 	prefix := tablePrefix(db.NamingStrategy)
 	if prefix == "" || (cfg.Table != "" && cfg.OnceTable != "") {
 		return cfg

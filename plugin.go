@@ -1,9 +1,8 @@
 package slotted
 
 import (
-	"fmt"
-	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 
@@ -26,8 +25,8 @@ type Plugin struct {
 	dialect  dialect.Dialect
 	sessions *session.Sessions // routing, prepared statements, own transactions, retries
 	writes   *write.Engine     // the one write path: row deltas, coalesced, marked
-	sql      statements
-	models   *meta.Registry // model metadata, built once per type
+	sql      write.Statements  // the upsert and the sum, rendered at Initialize (clause.go)
+	models   *meta.Registry    // model metadata, built once per type
 	sumOnce  sync.Once
 	sumFinal string // the sum as the driver gets it (see sumSQL)
 	stats    stats
@@ -44,67 +43,6 @@ func New(cfg Config) *Plugin { return &Plugin{cfg: cfg} }
 
 // Name implements gorm.Plugin.
 func (p *Plugin) Name() string { return pluginName }
-
-// Initialize implements gorm.Plugin: it validates the config, renders the
-// plugin's statements for the database's dialect, migrates the counter table
-// (unless disabled) and registers the auto-fill callbacks.
-func (p *Plugin) Initialize(db *gorm.DB) error {
-	if p.db != nil {
-		// gorm.Open initializes a config's plugins again for every connection
-		// opened from a copy of it: dbresolver does so for its sources and
-		// replicas, which are only connection pools of the DB already set up.
-		if reflect.ValueOf(db.Config.Plugins).Pointer() == reflect.ValueOf(p.db.Config.Plugins).Pointer() {
-			return nil
-		}
-		return fmt.Errorf("%w: this Plugin is registered on another *gorm.DB already; call slotted.New for each", ErrInvalidConfig)
-	}
-	p.db = db
-	if _, err := p.cfg.withDefaults(false); err != nil { // before any round trip
-		return err
-	}
-	p.dialect = dialect.Of(db.Dialector)
-	if err := p.dialect.Detect(session.Primary(db, "").Session(&gorm.Session{NewDB: true})); err != nil {
-		return fmt.Errorf("slotted: asking the server what it is (its version, Galera's wsrep_on): %w", err)
-	}
-	if p.cfg.DisableReturning {
-		p.dialect.Returning = false
-	}
-	p.cfg = p.prefixed(db, p.cfg)
-	cfg, err := p.cfg.withDefaults(p.dialect.Galera)
-	if err != nil {
-		return err
-	}
-	if p.dialect.MayPreferUnprepared && dialect.PrefersUnprepared(db.Dialector) {
-		cfg.DisablePrepared = true
-	}
-	p.cfg = cfg
-	if err := p.dialect.CheckTableName(cfg.Table); err != nil {
-		return err
-	}
-	if err := p.dialect.CheckTableName(cfg.OnceTable); err != nil {
-		return err
-	}
-	p.models = &meta.Registry{Slots: cfg.Slots, Location: cfg.Location, SeriesType: reflect.TypeOf([]Bucket(nil))}
-	p.sessions = &session.Sessions{Dialect: p.dialect, Table: cfg.Table, DisablePrepared: cfg.DisablePrepared, Own: p.ownStatement,
-		Retry: &session.Retrier{MaxRetries: cfg.MaxRetries, MinBackoff: cfg.MinRetryBackoff, MaxBackoff: cfg.MaxRetryBackoff, OnConflict: p.conflicted}}
-	if p.sql, err = render(db, cfg.Table, p.dialect); err != nil {
-		return err
-	}
-	p.writes = write.New(write.Config{Table: cfg.Table, OnceTable: cfg.OnceTable, Slots: cfg.Slots, MaxBatch: cfg.MaxBatch,
-		MaxInFlight: cfg.MaxInFlight, Linger: cfg.Linger, BatchTimeout: cfg.BatchTimeout, DisableCoalescing: cfg.DisableCoalescing,
-		OutcomeMarkers: cfg.OutcomeMarkers, Now: cfg.Now}, p.dialect, p.sessions,
-		write.Statements{Upsert: p.sql.upsert, UpsertArgs: p.sql.upsertArgs}, write.Hooks{RenderBatch: p.renderBatch, BatchDone: p.batchDone})
-	p.caches = countercache.New(countercache.Config{Table: cfg.Table, DisablePrepared: cfg.DisablePrepared}, p.dialect, p.sessions, p.models, p.writes)
-	if p.causalReads() {
-		p.sql.sum = dialect.SyncWait + " " + p.sql.sum
-	}
-	if !cfg.DisableAutoMigrate {
-		if err := p.migrate(db); err != nil {
-			return fmt.Errorf("slotted: migrating %s and %s: %w", cfg.Table, cfg.OnceTable, err)
-		}
-	}
-	return p.registerCallbacks(db)
-}
 
 // Config returns the plugin's configuration with defaults applied (after db.Use).
 func (p *Plugin) Config() Config { return p.cfg }
@@ -139,4 +77,10 @@ func Table(db *gorm.DB) *gorm.DB {
 		return db
 	}
 	return db.Table(p.cfg.Table)
+}
+
+// stats are the counts kept outside session.Retrier (which keeps Retries
+// and Conflicts).
+type stats struct {
+	onceApplied, onceDuplicates atomic.Uint64
 }

@@ -54,7 +54,7 @@ func (p *Plugin) sum(db *gorm.DB, recordType, recordID string) (int64, error) {
 	tx := p.sessions.Raw(db)
 	// Rows, not Row: on a failed prepare gorm's prepared-statement pool hands
 	// back an empty *sql.Row whose Scan panics.
-	rows, err := tx.Raw(p.sql.sum, write.Args(p.sql.sumArgs, recordType, recordID, 0, 0)...).Rows()
+	rows, err := tx.Raw(p.sql.Sum, write.Args(p.sql.SumArgs, recordType, recordID, 0, 0)...).Rows()
 	if tx.DryRun { // rendered and logged; nothing was read
 		return 0, ErrDryRun
 	}

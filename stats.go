@@ -1,8 +1,6 @@
 package slotted
 
 import (
-	"sync/atomic"
-
 	"gorm.io/gorm"
 )
 
@@ -25,12 +23,6 @@ type Stats struct {
 	// AddOnce / AddRefOnce outcomes (inside a caller's transaction: as decided there, before its commit).
 	OnceApplied    uint64 // keys that were new (or expired): the delta was added
 	OnceDuplicates uint64 // keys already recorded: nothing was added
-}
-
-// stats are the counts kept outside session.Retrier (which keeps Retries
-// and Conflicts).
-type stats struct {
-	onceApplied, onceDuplicates atomic.Uint64
 }
 
 // onceDone counts an AddOnce's outcome and returns it.

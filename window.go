@@ -31,12 +31,6 @@ const (
 	windowCells = 10000
 )
 
-// Bucket is one bucket of a Series: the count of the writes made in [Start, End).
-type Bucket struct {
-	Start, End time.Time // in the counter's time zone
-	Count      int64
-}
-
 // CountBetween returns the total of a bucketed counter over the buckets that
 // overlap [from, to): the bucket holding from, up to the one holding the last
 // instant before to. With from and to on bucket boundaries (midnights of the

@@ -38,11 +38,14 @@ type Config struct {
 	Now                   func() time.Time
 }
 
-// Statements are the upsert of one row as rendered at Initialize (clause.go
-// in the root), and which value goes to each of its placeholders.
+// Statements are the plugin's fixed statements as rendered at Initialize
+// (clause.go in the root): the upsert of one row and the sum of one counter,
+// and which value goes to each of their placeholders.
 type Statements struct {
 	Upsert     string
 	UpsertArgs []Arg
+	Sum        string
+	SumArgs    []Arg
 }
 
 // Hooks are what the write path asks of the plugin around it.
