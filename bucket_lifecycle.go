@@ -3,7 +3,6 @@ package slotted
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strings"
 
 	"gorm.io/gorm"
@@ -34,14 +33,6 @@ type BucketOptions struct {
 	// BatchSize is how many counters one compaction transaction folds, and
 	// how many slot rows one retention DELETE removes. Default: 500.
 	BatchSize int
-}
-
-// BucketProgress reports a MaintainBuckets run (or a Runner pass's, per model).
-type BucketProgress struct {
-	Compacted   int   // counters (one record's one bucket) with more than one row, folded into one
-	RowsRemoved int64 // slot rows removed by compaction
-	Expired     int   // buckets deleted by retention
-	RowsExpired int64 // slot rows they held
 }
 
 // MaintainBuckets compacts and expires the buckets of model's bucketed counters:
@@ -179,23 +170,4 @@ func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType strin
 		})
 	})
 	return removed, err
-}
-
-// maintainBuckets is a Runner pass's bucket work.
-func (r Runner) maintainBuckets(ctx context.Context, db *gorm.DB, pass *Pass) []error {
-	if r.Buckets == nil {
-		return nil
-	}
-	var errs []error
-	for _, model := range r.Buckets.Models {
-		if ctx.Err() != nil {
-			break
-		}
-		prog, err := MaintainBuckets(db, model, *r.Buckets)
-		pass.Buckets = append(pass.Buckets, prog)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("buckets of %T: %w", model, err))
-		}
-	}
-	return errs
 }

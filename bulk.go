@@ -209,7 +209,7 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	src := WithoutFill(db.Session(&gorm.Session{})).Distinct("?", clause.Column{Table: clause.CurrentTable, Name: m.Key.Column})
+	src := session.WithoutFill(db.Session(&gorm.Session{})).Distinct("?", clause.Column{Table: clause.CurrentTable, Name: m.Key.Column})
 	// exec runs the INSERT … SELECT of recordType's rows on pool.
 	exec := func(pool gorm.ConnPool, ctx context.Context, recordType string) error {
 		tx := &gorm.DB{Config: db.Config}

@@ -30,21 +30,6 @@ type CompactOptions struct {
 	Progress func(CompactProgress)
 }
 
-// CompactProgress reports a CompactAll run.
-type CompactProgress struct {
-	Batches     int   // transactions committed
-	Counters    int   // counters examined that had more than MinRows rows
-	RowsRemoved int64 // slot rows removed
-	// Last is the last counter of the last batch: CompactOptions.After for
-	// resuming. Zero until the first batch ends.
-	Last Ref
-	// Skipped lists the counters left as they were because their transaction
-	// still failed with a lock conflict after the retries (a counter so hot
-	// that compacting it keeps losing to its writers, e.g. at certification on
-	// Galera). Their totals are intact; a later run compacts them.
-	Skipped []Ref
-}
-
 // CompactAll compacts, in bounded batches, every counter (of one record_type,
 // optionally) that has more than MinRows slot rows. It walks the counter table
 // once in primary-key order with keyset pagination,

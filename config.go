@@ -27,6 +27,9 @@ const (
 	MaxKeyLen = errs.MaxKeyLen
 )
 
+// DefaultOnceTable is the once table's name unless Config.OnceTable says otherwise.
+const DefaultOnceTable = tables.DefaultOnceTable
+
 // Config configures the plugin. The zero value is ready to use; every field documents its default.
 type Config struct {
 	// Slots is how many rows one counter is spread over; each write picks one uniformly at random.

@@ -63,7 +63,7 @@ func (p *Plugin) checkAllExist(db *gorm.DB, m *meta.Model, rs meta.Records) erro
 			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
 		var n int64
-		q := WithoutFill(session.Primary(db, m.Table))
+		q := session.WithoutFill(session.Primary(db, m.Table))
 		err := q.Model(reflect.New(m.Type).Interface()).
 			Where(m.Key.In(clause.CurrentTable, keys)).
 			Count(&n).Error
@@ -95,7 +95,7 @@ func (p *Plugin) checkExists(db *gorm.DB, v reflect.Value) error {
 		return err
 	}
 	var found []string
-	q := WithoutFill(session.Primary(db, m.Table))
+	q := session.WithoutFill(session.Primary(db, m.Table))
 	err = q.Model(reflect.New(m.Type).Interface()).
 		Where(m.Key.Eq(clause.CurrentTable, v)).
 		Limit(1).Pluck(m.Key.Columns()[0], &found).Error

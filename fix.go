@@ -9,10 +9,6 @@ import (
 	"github.com/slotted-go/slotted/internal/countercache"
 )
 
-// Drift is one counter whose stored total differed from what its children
-// count (Fix, FixAll).
-type Drift = countercache.Drift
-
 // FixOptions configures Fix and FixAll. The zero value repairs every counter
 // cache of the model.
 type FixOptions struct {
@@ -32,14 +28,6 @@ type FixOptions struct {
 	OnDrift func(Drift)
 	// Progress, when set, is called after every batch of FixAll.
 	Progress func(FixProgress)
-}
-
-// FixProgress reports a FixAll run.
-type FixProgress struct {
-	Batches int // transactions committed
-	Records int // parent records recomputed
-	Drifted int // counters that differed from their children
-	Last    any // primary key of the last parent of the last batch: FixOptions.After to resume
 }
 
 // Fix recomputes counter caches of the given parent records (a pointer to a

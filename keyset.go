@@ -39,7 +39,7 @@ func keysetPages(db *gorm.DB, m *meta.Model, size int, after any, scope func(*go
 	}
 	read := func(after []any) (reflect.Value, int, []any, error) {
 		page := reflect.New(reflect.SliceOf(m.Type))
-		q := WithoutFill(session.Primary(db, m.Table)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Columns()).
+		q := session.WithoutFill(session.Primary(db, m.Table)).Model(reflect.New(m.Type).Interface()).Select(m.Key.Columns()).
 			Order(m.Key.OrderBy(clause.CurrentTable, false)).Limit(size)
 		if scope != nil {
 			q = scope(q)

@@ -16,6 +16,8 @@ import (
 	"github.com/slotted-go/slotted/internal/bucketing"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/session"
 )
 
 // Sorted listings: a page of records ordered by a counter, read in two
@@ -260,7 +262,7 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 	}
 	db = db.Session(&gorm.Session{}) // two statements from the caller's conditions: neither may see the other's clauses
 	pk := clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}
-	q := WithoutFill(db).Model(model)
+	q := session.WithoutFill(db).Model(model)
 	var sort string
 	if r.sub != nil {
 		alias := "slotted_" + identifier(r.c.Name) + "_rank"

@@ -1,8 +1,6 @@
 package slotted
 
 import (
-	"context"
-
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/session"
@@ -28,19 +26,6 @@ import (
 // pruned: their owners cannot be told apart from the living. Delete them by
 // hand once no process of that version runs (record_type 'slotted:outcome',
 // record_id not starting with 't').
-
-// renewMarker (a Buffer's, under flushing with nothing in doubt) replaces the
-// Buffer's marker once it is older than write.MarkerLife, deleting the old one's
-// row (left to pruneMarkers if that fails).
-func (b *Buffer) renewMarker(ctx context.Context) {
-	now := write.MarkerNow()
-	if now.Sub(b.marker.Born) < write.MarkerLife {
-		return
-	}
-	old := b.marker
-	b.marker = write.NewMarkerAt(now)
-	_ = b.p.writes.DropMarker(b.db.WithContext(ctx), old.Ref)
-}
 
 // PruneMarkers deletes the outcome-marker rows (MarkerType) left by
 // processes that exited, those made more than 24 hours ago, and returns how

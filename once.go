@@ -40,9 +40,6 @@ import (
 // count a duplicate. IGNORE also turns other errors into warnings, but every
 // value is checked before it is sent.
 
-// DefaultOnceTable is the once table's name unless Config.OnceTable says otherwise.
-const DefaultOnceTable = tables.DefaultOnceTable
-
 // onceRow is one key of AddOnce (the once table's model).
 type onceRow = tables.Once
 

@@ -103,13 +103,6 @@ type RollUpOptions struct {
 	Progress func(RollUpProgress)
 }
 
-// RollUpProgress reports a RollUpAll run.
-type RollUpProgress struct {
-	Batches int
-	Records int
-	Last    any // primary key of the last record rolled up
-}
-
 // RollUpAll rolls up the cached counters of every record of model's table, in
 // primary-key order and batches of BatchSize:
 //

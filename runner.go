@@ -48,18 +48,6 @@ type Runner struct {
 	OnPass func(Pass)
 }
 
-// Pass reports one pass of a Runner.
-type Pass struct {
-	Started time.Time
-	Took    time.Duration
-	Compact CompactProgress
-	RollUp  []RollUpProgress // in the order of Runner.RollUp
-	Pruned  int64            // expired once keys deleted (PruneKeys)
-	Markers int64            // outcome-marker rows of exited processes deleted (PruneMarkers; every pass)
-	Buckets []BucketProgress // in the order of Runner.Buckets.Models
-	Err     error            // every error of the pass, joined
-}
-
 // Run runs passes until ctx ends, then returns nil. It returns an error at
 // once only when the runner cannot work at all (no plugin, nothing to do).
 func (r Runner) Run(ctx context.Context, db *gorm.DB) error {
@@ -143,4 +131,23 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 		}
 	}
 	return pass
+}
+
+// maintainBuckets is a Runner pass's bucket work.
+func (r Runner) maintainBuckets(ctx context.Context, db *gorm.DB, pass *Pass) []error {
+	if r.Buckets == nil {
+		return nil
+	}
+	var errs []error
+	for _, model := range r.Buckets.Models {
+		if ctx.Err() != nil {
+			break
+		}
+		prog, err := MaintainBuckets(db, model, *r.Buckets)
+		pass.Buckets = append(pass.Buckets, prog)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("buckets of %T: %w", model, err))
+		}
+	}
+	return errs
 }

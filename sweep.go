@@ -18,13 +18,6 @@ type SweepOptions struct {
 	BatchSize int
 }
 
-// SweepProgress reports a Sweep.
-type SweepProgress struct {
-	Checked int   // record ids looked up in the parent table
-	Orphans int   // of those, without a parent
-	Rows    int64 // counter rows removed
-}
-
 // Sweep removes the counter rows of model's counters whose parent record no
 // longer exists (deleted with raw SQL, or before the plugin was installed).
 // It walks the distinct record ids in batches,
@@ -99,7 +92,7 @@ func (p *Plugin) orphans(db *gorm.DB, m *meta.Model, ids []string) ([]string, er
 	found := reflect.New(reflect.SliceOf(m.Type))
 	if len(keys) > 0 {
 		// Unscoped: a soft-deleted record still owns its counters.
-		err := WithoutFill(db).Unscoped().Model(reflect.New(m.Type).Interface()).Select(m.Key.Columns()).
+		err := session.WithoutFill(db).Unscoped().Model(reflect.New(m.Type).Interface()).Select(m.Key.Columns()).
 			Where(m.Key.In("", keys)).Find(found.Interface()).Error
 		if err != nil {
 			return nil, err

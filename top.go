@@ -146,7 +146,7 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 // topCached ranks by the cache column of the parent table.
 func (p *Plugin) topCached(db *gorm.DB, m *meta.Model, c *meta.Counter, n int) ([]RefTotal, error) {
 	found := reflect.New(reflect.SliceOf(m.Type))
-	err := WithoutFill(session.Routed(db)).Model(reflect.New(m.Type).Interface()).Select(append(m.Key.Columns(), c.Cache)).
+	err := session.WithoutFill(session.Routed(db)).Model(reflect.New(m.Type).Interface()).Select(append(m.Key.Columns(), c.Cache)).
 		Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.Cache}, Desc: true}).
 		Order(m.Key.OrderBy(clause.CurrentTable, true)).
 		Limit(n).Find(found.Interface()).Error

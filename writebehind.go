@@ -526,3 +526,16 @@ func (b *Buffer) wroteSettled(rows int, writes []int64) {
 	b.written.Add(uint64(n))
 	b.rows.Add(uint64(rows))
 }
+
+// renewMarker (a Buffer's, under flushing with nothing in doubt) replaces the
+// Buffer's marker once it is older than write.MarkerLife, deleting the old one's
+// row (left to pruneMarkers if that fails).
+func (b *Buffer) renewMarker(ctx context.Context) {
+	now := write.MarkerNow()
+	if now.Sub(b.marker.Born) < write.MarkerLife {
+		return
+	}
+	old := b.marker
+	b.marker = write.NewMarkerAt(now)
+	_ = b.p.writes.DropMarker(b.db.WithContext(ctx), old.Ref)
+}
