@@ -19,8 +19,9 @@ import (
 // COMMITs are sent. database/sql's Tx.Commit takes no context, and
 // go-sql-driver/mysql does not watch COMMIT: before, these calls returned
 // when the server woke up. Each must now return its context's error within
-// 500 ms of its 1 s deadline, and the COMMITs, which go on without their
-// callers, land once the server resumes.
+// 500 ms of its 1 s deadline. The COMMITs go on without their callers (pgx
+// may cancel one on PostgreSQL); running each call again afterwards leaves
+// every effect exactly once.
 func TestDeadlinesThroughCommit(t *testing.T) {
 	testEachFaultDB(t, func(t *testing.T, srv *faultServer) {
 		db, hooks := srv.hookedGorm(t, slotted.Config{})
@@ -66,31 +67,37 @@ func TestDeadlinesThroughCommit(t *testing.T) {
 			freezeAtCommit(t, srv, db, hooks, []commitCall{c}, time.Second, 3*time.Second)
 		}
 
-		// The COMMITs went on without their callers: each call's effect lands once.
-		require.Eventually(t, func() bool {
-			n, err := slotted.Count(db, &Post{ID: 4}, "likes")
-			return err == nil && n == 5
-		}, 20*time.Second, 20*time.Millisecond, "Reset's COMMIT landed")
+		// The COMMITs went on without their callers. On MariaDB they land; on
+		// PostgreSQL pgx may cancel a COMMIT whose context has ended, so it may
+		// not (the callers got their contexts' errors: outcome unknown, as
+		// documented). What each call promises is that running it again is safe:
+		// after a second run of every call but the child Create, each effect is
+		// there exactly once. The child Create is not repeated: its counter cache
+		// is checked against the replies table, which holds whether it landed or not.
+		for _, c := range calls {
+			if c.name == "counter cache, SkipDefaultTransaction" {
+				continue
+			}
+			require.NoError(t, c.run(db), "%s run again", c.name)
+		}
 		for _, want := range []struct {
 			post    Post
 			counter string
 			n       int64
-		}{{Post{ID: 1}, "likes", 1}, {Post{ID: 2}, "likes", 0}, {Post{ID: 3}, "views", 60}} {
-			require.Eventually(t, func() bool {
-				n, err := slotted.Count(db, &want.post, want.counter)
-				return err == nil && n == want.n
-			}, 20*time.Second, 20*time.Millisecond, "post %d %s", want.post.ID, want.counter)
+		}{{Post{ID: 1}, "likes", 1}, {Post{ID: 2}, "likes", 0}, {Post{ID: 3}, "views", 60}, {Post{ID: 4}, "likes", 5}} {
+			n, err := slotted.Count(db, &want.post, want.counter)
+			require.NoError(t, err)
+			assert.EqualValues(t, want.n, n, "post %d %s", want.post.ID, want.counter)
 		}
 		applied, err := slotted.AddOnce(db, &Post{ID: 1}, "likes", 1, "k1")
 		require.NoError(t, err)
-		assert.False(t, applied, "AddOnce's key committed with its delta: running it again applies nothing")
+		assert.False(t, applied, "AddOnce's key is recorded with its delta: running it a third time applies nothing")
 		var rows int64
 		require.NoError(t, db.Table(slotted.DefaultTable).Where("record_type = ? AND record_id = ?", "posts.views", "3").Count(&rows).Error)
-		assert.EqualValues(t, 1, rows, "Compact's COMMIT landed")
-		require.Eventually(t, func() bool {
-			var got Article
-			return db.First(&got, article.ID).Error == nil && got.LikesCount == 6
-		}, 20*time.Second, 20*time.Millisecond, "RollUp's COMMIT landed")
+		assert.EqualValues(t, 1, rows, "Compact folded the counter into one row")
+		var got Article
+		require.NoError(t, db.First(&got, article.ID).Error)
+		assert.EqualValues(t, 6, got.LikesCount, "RollUp wrote the total")
 		requireTopicsExact(t, db, fixTopic.ID, cacheTopic.ID)
 	})
 }
