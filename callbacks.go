@@ -115,7 +115,7 @@ func (p *Plugin) autoFill(db *gorm.DB) {
 		return
 	}
 	src := p.fillSource(db)
-	if err := p.fill(src, m, m.Counters, rv, false); err != nil {
+	if err := p.reads.Fill(src, m, m.Counters, rv, false); err != nil {
 		_ = db.AddError(err)
 		return
 	}

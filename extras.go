@@ -44,7 +44,7 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *meta.Model, v reflect.Value, key str
 			if key == "" {
 				continue
 			}
-			applied, err := p.appliedKeys(db, e.C.RecordType, rs.IDs, key)
+			applied, err := p.reads.AppliedKeys(db, e.C.RecordType, rs.IDs, key)
 			if err != nil {
 				return err
 			}
@@ -59,7 +59,7 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *meta.Model, v reflect.Value, key str
 				return fmt.Errorf("field %s: %w", e.Name, err)
 			}
 			totals := make(map[string]int64, len(rs.IDs))
-			if err := p.windowSums(db, bucketTypes(e.C, buckets), rs.IDs, false, totals); err != nil {
+			if err := p.reads.WindowSums(db, bucketTypes(e.C, buckets), rs.IDs, false, totals); err != nil {
 				return err
 			}
 			eachRecord(rs, func(id string, s reflect.Value) {

@@ -11,6 +11,8 @@ import (
 	"github.com/slotted-go/slotted/internal/meta"
 	"github.com/slotted-go/slotted/internal/session"
 	"github.com/slotted-go/slotted/internal/write"
+
+	"github.com/slotted-go/slotted/internal/query"
 )
 
 // Initialize implements gorm.Plugin: it validates the config, renders the
@@ -66,6 +68,8 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if p.causalReads() {
 		p.sql.Sum = dialect.SyncWait + " " + p.sql.Sum
 	}
+	// After the causal wait is in the sum: the reader keeps the statements it was given.
+	p.reads = query.New(query.Config{Table: cfg.Table, OnceTable: cfg.OnceTable, CausalReads: p.causalReads()}, p.dialect, p.sessions, p.sql)
 	if !cfg.DisableAutoMigrate {
 		if err := p.migrate(db); err != nil {
 			return fmt.Errorf("slotted: migrating %s and %s: %w", cfg.Table, cfg.OnceTable, err)

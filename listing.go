@@ -18,6 +18,8 @@ import (
 	"github.com/slotted-go/slotted/internal/meta"
 
 	"github.com/slotted-go/slotted/internal/session"
+
+	"github.com/slotted-go/slotted/internal/query"
 )
 
 // Sorted listings: a page of records ordered by a counter, read in two
@@ -155,9 +157,9 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 		if len(buckets) > 0 {
 			fp += "|" + buckets[0].Label + "|" + buckets[len(buckets)-1].Label
 		}
-		r.sub = p.totals(db, anys(bucketTypes(c, buckets)))
+		r.sub = p.reads.Totals(db, query.Anys(bucketTypes(c, buckets)))
 	case read == ReadExact:
-		r.sub = p.totals(db, []any{c.RecordType})
+		r.sub = p.reads.Totals(db, []any{c.RecordType})
 	}
 	r.fingerprint = fp
 	if err := r.check(); err != nil {

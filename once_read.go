@@ -3,7 +3,6 @@ package slotted
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -12,6 +11,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/query"
 )
 
 // Reads of the once table (once.go): "has this user liked it?" for one
@@ -51,7 +52,7 @@ func Applied(db *gorm.DB, model any, counter, key string) (bool, error) {
 	if err := checkOnceKey(key); err != nil {
 		return false, err
 	}
-	got, err := p.appliedKeys(db, c.RecordType, []string{id}, key)
+	got, err := p.reads.AppliedKeys(db, c.RecordType, []string{id}, key)
 	return got[id], err
 }
 
@@ -84,7 +85,7 @@ func AppliedMany(db *gorm.DB, models any, counter, key string) ([]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	got, err := p.appliedKeys(db, c.RecordType, rs.IDs, key)
+	got, err := p.reads.AppliedKeys(db, c.RecordType, rs.IDs, key)
 	if err != nil {
 		return nil, err
 	}
@@ -169,45 +170,13 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 	err = tx.Table(p.cfg.OnceTable).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.RecordType}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: id}).
-		Where(live(time.Now())).
+		Where(query.Live(time.Now())).
 		Where(clause.Gt{Column: opKey, Value: after}).
 		Order(clause.OrderByColumn{Column: opKey}).Limit(limit).Pluck("op_key", &keys).Error
 	if tx.DryRun { // rendered and logged; no page is not "nobody"
 		return nil, ErrDryRun
 	}
 	return keys, err
-}
-
-// live selects keys that have not expired at now.
-func live(now time.Time) clause.Expression {
-	at := clause.Column{Name: "expires_at"}
-	return clause.Or(clause.Eq{Column: at, Value: nil}, clause.Gt{Column: at, Value: now.UTC()})
-}
-
-// appliedKeys returns which of the records ids have key applied to counter
-// recordType, one statement per 1000 ids.
-func (p *Plugin) appliedKeys(db *gorm.DB, recordType string, ids []string, key string) (map[string]bool, error) {
-	out := make(map[string]bool)
-	now := time.Now()
-	for chunk := range slices.Chunk(ids, loadChunk) {
-		var found []string
-		tx := session.Routed(db)
-		err := tx.Table(p.cfg.OnceTable).
-			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: recordType}).
-			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
-			Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: anys(chunk)}).
-			Where(live(now)).Pluck("record_id", &found).Error
-		if tx.DryRun { // rendered and logged; nothing found is not "not applied"
-			return nil, ErrDryRun
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range found {
-			out[id] = true
-		}
-	}
-	return out, nil
 }
 
 // KeepForever keeps the key until RemoveOnce deletes it, whatever
@@ -266,7 +235,7 @@ func WhereApplied(model any, name, key string) func(*gorm.DB) *gorm.DB {
 		sub := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.OnceTable).Select("1").
 			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.RecordType}).
 			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
-			Where(live(time.Now())).
+			Where(query.Live(time.Now())).
 			Where("? = "+id, append([]any{clause.Column{Name: "record_id"}}, keyVars...)...)
 		return db.Where("EXISTS (?)", sub)
 	}

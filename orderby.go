@@ -8,9 +8,9 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/slotted-go/slotted/internal/session"
-
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/query"
 )
 
 // Ordering and filtering a model's query by a counter: the scopes join the
@@ -166,7 +166,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 		if err != nil {
 			return db, "", err
 		}
-		types, alias = anys(bucketTypes(c, buckets)), alias+"_window"
+		types, alias = query.Anys(bucketTypes(c, buckets)), alias+"_window"
 	}
 	quoted := db.Statement.Quote(alias)
 	key, keyVars := m.Key.TextSQL(p.dialect, clause.CurrentTable)
@@ -177,26 +177,8 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 			return db, total, nil
 		}
 	}
-	sub := p.totals(db, types)
+	sub := p.reads.Totals(db, types)
 	return db.Joins(join, append([]any{sub}, keyVars...)...), total, nil
-}
-
-// totals is the grouped sum the scopes join and Top ranks:
-//
-//	SELECT record_id AS slotted_id, SUM(count) AS slotted_total FROM slotted_counters
-//	WHERE record_type IN (...) GROUP BY record_id
-func (p *Plugin) totals(db *gorm.DB, types []any) *gorm.DB {
-	sel := "? AS slotted_id, SUM(?) AS slotted_total"
-	if p.dialect.BigResult && len(types) > 1 {
-		// A window's rows come in (bucket, record) order, so MySQL groups them in a
-		// temporary table; one record_type's come in record order and group as they
-		// stream, which SQL_BIG_RESULT would replace by a sort of every row.
-		sel = "SQL_BIG_RESULT " + sel
-	}
-	return session.Routed(db).Table(p.cfg.Table).
-		Select(sel, clause.Column{Name: "record_id"}, clause.Column{Name: "count"}).
-		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
-		Group("record_id")
 }
 
 // identifier turns a counter name into the lower-case letters, digits and

@@ -14,6 +14,8 @@ import (
 	"github.com/slotted-go/slotted/internal/write"
 
 	"github.com/slotted-go/slotted/internal/countercache"
+
+	"github.com/slotted-go/slotted/internal/query"
 )
 
 const pluginName = "slotted"
@@ -25,6 +27,7 @@ type Plugin struct {
 	dialect  dialect.Dialect
 	sessions *session.Sessions // routing, prepared statements, own transactions, retries
 	writes   *write.Engine     // the one write path: row deltas, coalesced, marked
+	reads    *query.Reader     // sums, loads, windows, rankings
 	sql      write.Statements  // the upsert and the sum, rendered at Initialize (clause.go)
 	models   *meta.Registry    // model metadata, built once per type
 	sumOnce  sync.Once

@@ -58,7 +58,7 @@ func (p *Plugin) rollUp(db *gorm.DB, m *meta.Model, selected []*meta.Counter, v 
 					delete(totals, [2]string{c.RecordType, id})
 				}
 			}
-			if err := p.sums(tx, types, ids, totals); err != nil {
+			if err := p.reads.Sums(tx, types, ids, totals); err != nil {
 				return err
 			}
 			for _, id := range ids {

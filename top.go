@@ -11,6 +11,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/query"
 )
 
 // RefTotal is a counter and its total, as TopRefs ranks them.
@@ -119,9 +121,9 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 		if err != nil {
 			return nil, err
 		}
-		types = anys(bucketTypes(c, buckets))
+		types = query.Anys(bucketTypes(c, buckets))
 	}
-	tx := p.totals(db, types).
+	tx := p.reads.Totals(db, types).
 		Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: clause.Column{Name: "slotted_total"}, Desc: true}, {Column: clause.Column{Name: "slotted_id"}, Desc: true}}}).
 		Limit(n)
 	rows, err := tx.Rows()

@@ -3,13 +3,9 @@ package slotted
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-
-	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
 
@@ -108,7 +104,7 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	}
 	r.anchor = now.Start.UnixNano()
 	types, weights := trendWeights(c, now, opts.Buckets, opts.HalfLife)
-	r.sub = p.scores(db, types, weights)
+	r.sub = p.reads.Scores(db, types, weights)
 	page, err := rank(p, db, model, &r)
 	if err != nil {
 		return nil, err
@@ -142,30 +138,4 @@ func trendWeights(c *meta.Counter, now bucketing.Bucket, n int, halfLife float64
 		b = c.Bucket.Back(b, 1)
 	}
 	return types, weights
-}
-
-// scores is totals with each bucket's rows weighted:
-//
-//	SELECT record_id AS slotted_id, SUM(CASE record_type WHEN ? THEN ? * count ... END) AS slotted_total
-//	FROM slotted_counters WHERE record_type IN (...) GROUP BY record_id
-//
-// The weight multiplies inside each branch: PostgreSQL types a CASE whose
-// branches are all parameters as text, but `? * count` as count's bigint.
-func (p *Plugin) scores(db *gorm.DB, types []string, weights []int64) *gorm.DB {
-	var sb strings.Builder
-	vars := make([]any, 0, 2+3*len(types))
-	sb.WriteString("? AS slotted_id, SUM(CASE ?")
-	vars = append(vars, clause.Column{Name: "record_id"}, clause.Column{Name: "record_type"})
-	for i, t := range types {
-		sb.WriteString(" WHEN ? THEN ? * ?")
-		vars = append(vars, t, weights[i], clause.Column{Name: "count"})
-	}
-	sb.WriteString(" END) AS slotted_total")
-	sel := sb.String()
-	if p.dialect.BigResult && len(types) > 1 {
-		sel = "SQL_BIG_RESULT " + sel // as totals: a window's rows group by sorting on MySQL
-	}
-	return session.Routed(db).Table(p.cfg.Table).Select(sel, vars...).
-		Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: anys(types)}).
-		Group("record_id")
 }

@@ -1,14 +1,10 @@
 package slotted
 
 import (
-	"slices"
 	"sync"
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-
-	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
 
@@ -19,17 +15,8 @@ import (
 // are enumerated in Go and read by their exact record_types, never by a
 // range of record_type (whose order would depend on the database's
 // collation). Each read is one statement per 500 buckets (and, for
-// LoadBetween, per windowCells/buckets records), so a window never
+// LoadBetween, per query.WindowCells/buckets records), so a window never
 // degenerates into a scan of other buckets or other records.
-
-const (
-	// typeChunk bounds the record_types in one IN list.
-	typeChunk = 500
-	// windowCells bounds buckets × records in one statement: MariaDB's range
-	// optimizer builds one range per pair, and gives up on the index (scanning
-	// the whole bucket range) when they exceed its memory budget.
-	windowCells = 10000
-)
 
 // CountBetween returns the total of a bucketed counter over the buckets that
 // overlap [from, to): the bucket holding from, up to the one holding the last
@@ -113,7 +100,7 @@ func countWindow(db *gorm.DB, model any, counter string, resolve windowOf) (int6
 		return 0, err
 	}
 	totals := map[string]int64{}
-	if err := p.windowSums(db, bucketTypes(c, buckets), []string{id}, false, totals); err != nil {
+	if err := p.reads.WindowSums(db, bucketTypes(c, buckets), []string{id}, false, totals); err != nil {
 		return 0, err
 	}
 	return totals[id], nil
@@ -127,7 +114,7 @@ func seriesWindow(db *gorm.DB, model any, counter string, resolve windowOf) ([]B
 	}
 	types := bucketTypes(c, buckets)
 	totals := map[string]int64{}
-	if err := p.windowSums(db, types, []string{id}, true, totals); err != nil {
+	if err := p.reads.WindowSums(db, types, []string{id}, true, totals); err != nil {
 		return nil, err
 	}
 	out := make([]Bucket, len(buckets))
@@ -165,7 +152,7 @@ func loadWindow(db *gorm.DB, models any, counters []string, resolve windowOf) er
 	}
 	for i, c := range selected {
 		totals := make(map[string]int64, len(rs.IDs))
-		if err := p.windowSums(db, bucketTypes(c, windows[i]), rs.IDs, false, totals); err != nil {
+		if err := p.reads.WindowSums(db, bucketTypes(c, windows[i]), rs.IDs, false, totals); err != nil {
 			return err
 		}
 		for id, structs := range rs.ByID {
@@ -184,54 +171,4 @@ func bucketTypes(c *meta.Counter, buckets []bucketing.Bucket) []string {
 		types[i] = bucketing.Type(c.RecordType, b.Label)
 	}
 	return types
-}
-
-// windowSums adds SUM(count) over the given record_types for the given
-// records into `into`, keyed by record_id, or by record_type when perBucket.
-func (p *Plugin) windowSums(db *gorm.DB, types, ids []string, perBucket bool, into map[string]int64) error {
-	group := clause.Column{Name: "record_id"}
-	if perBucket {
-		group = clause.Column{Name: "record_type"}
-	}
-	for tchunk := range slices.Chunk(types, typeChunk) {
-		for ichunk := range slices.Chunk(ids, max(1, min(loadChunk, windowCells/len(tchunk)))) {
-			tx := session.Routed(db)
-			rows, err := tx.Table(p.cfg.Table).
-				Select("?, SUM(?)", group, clause.Column{Name: "count"}).
-				Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: anys(tchunk)}).
-				Where(clause.IN{Column: clause.Column{Name: "record_id"}, Values: anys(ichunk)}).
-				Group(group.Name).Rows()
-			if tx.DryRun {
-				return ErrDryRun
-			}
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var key string
-				var n int64
-				if err := rows.Scan(&key, &n); err != nil {
-					rows.Close()
-					return err
-				}
-				into[key] += n
-			}
-			if err := rows.Close(); err != nil {
-				return err
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// anys turns strings into bind values.
-func anys(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }
