@@ -416,25 +416,14 @@ func (p *Caches) lockedTotals(db *gorm.DB, counters []*meta.Counter, ids []strin
 	return totals, nil
 }
 
-// lockingClause is the locking read of images: FOR UPDATE, or a shared lock
-// (MariaDB has no FOR SHARE before 12.x, but every MySQL and MariaDB has
-// LOCK IN SHARE MODE).
+// lockingClause is the locking read of images: FOR UPDATE, or the
+// dialect's shared lock.
 func (p *Caches) lockingClause(share bool) clause.Interface {
 	if !share {
 		return clause.Locking{Strength: clause.LockingStrengthUpdate}
 	}
-	if p.dialect.Name == "mysql" {
-		return shareMode{}
-	}
-	return clause.Locking{Strength: clause.LockingStrengthShare}
+	return p.dialect.ShareLock()
 }
-
-// shareMode renders LOCK IN SHARE MODE in gorm's FOR clause position.
-type shareMode struct{}
-
-func (shareMode) Name() string                   { return "FOR" }
-func (shareMode) Build(b clause.Builder)         { b.WriteString("LOCK IN SHARE MODE") }
-func (s shareMode) MergeClause(c *clause.Clause) { c.Name, c.Expression = "", s }
 
 // countThrough counts for Fix what a SumCounter cache should hold: the
 // source rows at the bottom of the chain, joined up through each

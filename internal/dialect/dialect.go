@@ -224,3 +224,20 @@ func (d Dialect) ConcatComma(exprs []string) string {
 	}
 	return "(" + strings.Join(exprs, " || ',' || ") + ")"
 }
+
+// ShareLock is a locking read's shared lock: LOCK IN SHARE MODE on MySQL and
+// MariaDB (MariaDB has no FOR SHARE before 12.x, but every MySQL and MariaDB
+// has LOCK IN SHARE MODE), FOR SHARE elsewhere.
+func (d Dialect) ShareLock() clause.Interface {
+	if d.Name == "mysql" {
+		return shareMode{}
+	}
+	return clause.Locking{Strength: clause.LockingStrengthShare}
+}
+
+// shareMode renders LOCK IN SHARE MODE in gorm's FOR clause position.
+type shareMode struct{}
+
+func (shareMode) Name() string                   { return "FOR" }
+func (shareMode) Build(b clause.Builder)         { _, _ = b.WriteString("LOCK IN SHARE MODE") }
+func (s shareMode) MergeClause(c *clause.Clause) { c.Name, c.Expression = "", s }
