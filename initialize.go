@@ -13,6 +13,8 @@ import (
 	"github.com/slotted-go/slotted/internal/write"
 
 	"github.com/slotted-go/slotted/internal/query"
+
+	"github.com/slotted-go/slotted/internal/callbacks"
 )
 
 // Initialize implements gorm.Plugin: it validates the config, renders the
@@ -75,5 +77,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 			return fmt.Errorf("slotted: migrating %s and %s: %w", cfg.Table, cfg.OnceTable, err)
 		}
 	}
-	return p.registerCallbacks(db)
+	p.hooks = &callbacks.Callbacks{Table: cfg.Table, Dialect: p.dialect, DisableAutoFill: cfg.DisableAutoFill, Models: p.models,
+		Sessions: p.sessions, Reads: p.reads, Caches: p.caches, FillExtras: p.fillExtras}
+	return p.hooks.Register(db)
 }

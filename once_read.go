@@ -25,7 +25,7 @@ import (
 // MaxKeysPage bounds OnceKeys' limit.
 const MaxKeysPage = 10000
 
-const onceKeySetting = "slotted:once_key"
+const onceKeySetting = session.OnceKeySetting
 
 // WithOnceKey makes auto-fill (and LoadApplied) fill the model's applied
 // fields (`slotted:"likes;applied"`) for key: one statement per field and

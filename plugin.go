@@ -16,6 +16,8 @@ import (
 	"github.com/slotted-go/slotted/internal/countercache"
 
 	"github.com/slotted-go/slotted/internal/query"
+
+	"github.com/slotted-go/slotted/internal/callbacks"
 )
 
 const pluginName = "slotted"
@@ -25,11 +27,12 @@ const pluginName = "slotted"
 type Plugin struct {
 	cfg      Config
 	dialect  dialect.Dialect
-	sessions *session.Sessions // routing, prepared statements, own transactions, retries
-	writes   *write.Engine     // the one write path: row deltas, coalesced, marked
-	reads    *query.Reader     // sums, loads, windows, rankings
-	sql      write.Statements  // the upsert and the sum, rendered at Initialize (clause.go)
-	models   *meta.Registry    // model metadata, built once per type
+	sessions *session.Sessions    // routing, prepared statements, own transactions, retries
+	writes   *write.Engine        // the one write path: row deltas, coalesced, marked
+	reads    *query.Reader        // sums, loads, windows, rankings
+	hooks    *callbacks.Callbacks // omit, auto-fill, delete cleanup
+	sql      write.Statements     // the upsert and the sum, rendered at Initialize (clause.go)
+	models   *meta.Registry       // model metadata, built once per type
 	sumOnce  sync.Once
 	sumFinal string // the sum as the driver gets it (see sumSQL)
 	stats    stats

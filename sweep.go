@@ -71,7 +71,7 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 		prog.Checked += len(ids)
 		prog.Orphans += len(orphans)
 		if len(orphans) > 0 {
-			removed, err := p.deleteRows(counters, types, orphans)
+			removed, err := p.hooks.DeleteRows(counters, types, orphans)
 			prog.Rows += removed
 			return err
 		}

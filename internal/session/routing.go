@@ -147,3 +147,7 @@ const FillSetting = "slotted:fill"
 // WithoutFill is slotted.WithoutFill: the plugin's own reads of models
 // never fill counters.
 func WithoutFill(db *gorm.DB) *gorm.DB { return db.Set(FillSetting, false) }
+
+// OnceKeySetting is the gorm setting WithOnceKey stores the key in, for the
+// applied fields auto-fill fills.
+const OnceKeySetting = "slotted:once_key"
