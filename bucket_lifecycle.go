@@ -10,13 +10,9 @@ import (
 
 	"github.com/slotted-go/slotted/internal/session"
 
-	"github.com/slotted-go/slotted/internal/keyset"
-
 	"github.com/slotted-go/slotted/internal/bucketing"
 
 	"github.com/slotted-go/slotted/internal/meta"
-
-	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // BucketOptions configures MaintainBuckets, and Runner.Buckets.
@@ -130,44 +126,11 @@ func (p *Plugin) expire(ctx context.Context, db *gorm.DB, c *meta.Counter, keep 
 		if !ok || !c.Bucket.Valid(label) || label >= keep {
 			continue
 		}
-		rows, err := p.deleteBucket(ctx, db, next.String, batch)
+		rows, err := p.maint.DeleteBucket(ctx, db, next.String, batch)
 		prog.RowsExpired += rows
 		if err != nil {
 			return err
 		}
 		prog.Expired++
 	}
-}
-
-// deleteBucket deletes every slot row of one record_type, batch rows per
-// DELETE, walking them in key order. A row written behind the walk (a write
-// into an expired bucket, which only a clock far behind would make) is left
-// for the next run.
-func (p *Plugin) deleteBucket(ctx context.Context, db *gorm.DB, recordType string, batch int) (int64, error) {
-	rt, key := clause.Column{Name: "record_type"}, []clause.Column{{Name: "record_id"}, {Name: "slot"}}
-	var removed int64
-	read := func(after []any) ([]SlottedCounter, int, []any, error) {
-		q := session.Primary(db, p.cfg.Table).Table(p.cfg.Table).Select("record_id", "slot").Where(clause.Eq{Column: rt, Value: recordType})
-		if after != nil {
-			q = q.Where(keyset.After(key, after, false))
-		}
-		var rows []SlottedCounter
-		if err := q.Order(keyset.Order(key)).Limit(batch).Find(&rows).Error; err != nil || len(rows) == 0 {
-			return nil, 0, nil, err
-		}
-		last := rows[len(rows)-1]
-		return rows, len(rows), []any{string(last.RecordID), last.Slot}, nil
-	}
-	err := keyset.Walk(ctx, batch, nil, read, func(rows []SlottedCounter, _ []any) error {
-		for i := range rows {
-			rows[i].RecordType = Key(recordType)
-		}
-		// Deleting named rows is idempotent: retried on lock conflicts like a write.
-		return p.sessions.Retry.Do(ctx, session.InTx(db), func(ctx context.Context) error {
-			res := session.Primary(db, p.cfg.Table).WithContext(ctx).Table(p.cfg.Table).Where(tables.SlotsCondition(rows)).Delete(&SlottedCounter{})
-			removed += res.RowsAffected
-			return res.Error
-		})
-	})
-	return removed, err
 }

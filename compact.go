@@ -1,14 +1,9 @@
 package slotted
 
 import (
-	"fmt"
-	"slices"
-
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/meta"
-
-	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // Compact folds all slot rows of one counter into a single row, in one
@@ -37,7 +32,7 @@ func Compact(db *gorm.DB, model any, counter string) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.compactRefs(db, []Ref{{Type: c.RecordType, ID: id}}, true)
+	_, err = p.maint.CompactRefs(db, []Ref{{Type: c.RecordType, ID: id}}, true)
 	return err
 }
 
@@ -50,7 +45,7 @@ func CompactRef(db *gorm.DB, ref Ref) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	_, err = p.compactRefs(db, []Ref{ref}, true)
+	_, err = p.maint.CompactRefs(db, []Ref{ref}, true)
 	return err
 }
 
@@ -71,7 +66,7 @@ func Reset(db *gorm.DB, model any, counter string, value int64) error {
 	if err != nil {
 		return err
 	}
-	if err := p.reset(db, Ref{Type: c.RecordType, ID: id}, value); err != nil {
+	if err := p.maint.Reset(db, Ref{Type: c.RecordType, ID: id}, value); err != nil {
 		return err
 	}
 	c.Set(v, value)
@@ -87,7 +82,7 @@ func ResetRef(db *gorm.DB, ref Ref, value int64) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	return p.reset(db, ref, value)
+	return p.maint.Reset(db, ref, value)
 }
 
 // Compaction and reset share their steps, each in one write transaction
@@ -103,84 +98,3 @@ func ResetRef(db *gorm.DB, ref Ref, value int64) error {
 // the transaction are summed and deleted. A writer blocked on a locked row adds
 // to the new row after the commit; a slot row created meanwhile (PostgreSQL and
 // READ COMMITTED InnoDB take no gap locks) is left alone and still counts.
-
-// compact folds the slot rows of each counter in refs into one row holding
-// their sum; counters with at most one row are left alone, and so are
-// counters whose total does not fit in int64 (their rows stay as they are).
-// It returns how many rows it removed.
-func (p *Plugin) compact(db *gorm.DB, refs []Ref) (removed int64, err error) {
-	return p.compactRefs(db, refs, false)
-}
-
-// compactRefs is compact; strict refuses the whole call with ErrOverflow,
-// writing nothing, when a counter's total does not fit in int64 (Compact and
-// CompactRef, which name one counter, report it rather than skip it).
-func (p *Plugin) compactRefs(db *gorm.DB, refs []Ref, strict bool) (removed int64, err error) {
-	refs = slices.Clone(refs)
-	slices.SortFunc(refs, meta.CompareRefs) // lock in key order, as every writer of these rows does
-	err = p.sessions.WriteTx(db, func(tx *gorm.DB) error {
-		rows, err := tables.LockRows(tx, p.cfg.Table, p.dialect, refs)
-		if err != nil {
-			return err
-		}
-		drop, keep, overflows := planCompaction(rows)
-		if strict && overflows > 0 {
-			return fmt.Errorf("%w: the slot rows of the counter total more than int64 holds; Reset it", ErrOverflow)
-		}
-		removed, err = tables.ReplaceRows(tx, p.cfg.Table, drop, keep)
-		return err
-	})
-	return removed, err
-}
-
-// reset replaces the slot rows of one counter by a single row holding value
-// (none when value is 0).
-func (p *Plugin) reset(db *gorm.DB, ref Ref, value int64) error {
-	return p.sessions.WriteTx(db, func(tx *gorm.DB) error {
-		rows, err := tables.LockRows(tx, p.cfg.Table, p.dialect, []Ref{ref})
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			return tables.SeedRow(tx, p.cfg.Table, ref, value)
-		}
-		drop, keep := planReset(rows, value)
-		_, err = tables.ReplaceRows(tx, p.cfg.Table, drop, keep)
-		return err
-	})
-}
-
-// planCompaction folds each counter's locked rows (sorted by key) into one
-// row at its lowest slot holding their sum; a counter with one row is left
-// alone, one that sums to 0 gets no row. drop is in key order. A counter
-// whose sum does not fit in int64 is left alone too, and counted in overflows.
-func planCompaction(rows []SlottedCounter) (drop, keep []SlottedCounter, overflows int) {
-	for group := range tables.Runs(rows, tables.SameCounter) {
-		if len(group) < 2 {
-			continue
-		}
-		sum, ok := tables.SumExact(group)
-		if !ok {
-			overflows++
-			continue
-		}
-		row := group[0]
-		row.Count = sum
-		drop = append(drop, group...)
-		if row.Count != 0 {
-			keep = append(keep, row)
-		}
-	}
-	return drop, keep, overflows
-}
-
-// planReset replaces one counter's locked rows by one row at its lowest slot
-// holding value (none when value is 0).
-func planReset(rows []SlottedCounter, value int64) (drop, keep []SlottedCounter) {
-	if value != 0 {
-		row := rows[0]
-		row.Count = value
-		keep = []SlottedCounter{row}
-	}
-	return rows, keep
-}

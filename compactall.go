@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/session"
 
@@ -77,7 +76,7 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 		if after != nil {
 			from = Ref{Type: after[0].(string), ID: after[1].(string)}
 		}
-		refs, err := p.crowded(db, opts.RecordType, from, opts.MinRows, opts.BatchSize)
+		refs, err := p.maint.Crowded(db, opts.RecordType, from, opts.MinRows, opts.BatchSize)
 		if err != nil || len(refs) == 0 {
 			return nil, 0, nil, err
 		}
@@ -106,7 +105,7 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 // with a lock conflict, one transaction per counter, recording what it
 // skipped. It returns only errors that must stop the run.
 func (p *Plugin) compactBatch(db *gorm.DB, refs []Ref, prog *CompactProgress, skipErr *error) error {
-	removed, err := p.compact(db, refs)
+	removed, err := p.maint.Compact(db, refs)
 	if err == nil {
 		prog.Batches++
 		prog.RowsRemoved += removed
@@ -140,38 +139,4 @@ func skippedError(skipped []Ref, first error) error {
 	}
 	return fmt.Errorf("slotted: CompactAll skipped %d counters that kept failing with lock conflicts (first %s/%s): %w",
 		len(skipped), skipped[0].Type, skipped[0].ID, first)
-}
-
-// crowded returns up to limit counters after `after` with more than minRows rows.
-func (p *Plugin) crowded(db *gorm.DB, recordType string, after Ref, minRows, limit int) ([]Ref, error) {
-	rt, rid := clause.Column{Name: "record_type"}, clause.Column{Name: "record_id"}
-	q := session.Primary(db, p.cfg.Table).Table(p.cfg.Table).Select("?, ?", rt, rid) // it decides what is rewritten
-	switch {
-	case recordType != "" && after.Type > recordType:
-		return nil, nil // resumed past this record_type
-	case recordType != "":
-		q = q.Where(clause.Eq{Column: rt, Value: recordType})
-		if after.Type == recordType {
-			q = q.Where(clause.Gt{Column: rid, Value: after.ID})
-		}
-	case after != Ref{}:
-		// A row comparison is one index condition on PostgreSQL, so the scan
-		// streams from the resume point instead of aggregating the whole rest.
-		q = q.Where(keyset.After([]clause.Column{rt, rid}, []any{after.Type, after.ID}, p.dialect.RowCompare))
-	}
-	var refs []Ref
-	rows, err := q.Group("record_type").Group("record_id").Having("COUNT(*) > ?", minRows).
-		Order(keyset.Order([]clause.Column{rt, rid})).Limit(limit).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r Ref
-		if err := rows.Scan(&r.Type, &r.ID); err != nil {
-			return nil, err
-		}
-		refs = append(refs, r)
-	}
-	return refs, rows.Err()
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/slotted-go/slotted/internal/query"
 
 	"github.com/slotted-go/slotted/internal/callbacks"
+
+	"github.com/slotted-go/slotted/internal/maintain"
 )
 
 // Initialize implements gorm.Plugin: it validates the config, renders the
@@ -77,6 +79,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 			return fmt.Errorf("slotted: migrating %s and %s: %w", cfg.Table, cfg.OnceTable, err)
 		}
 	}
+	p.maint = maintain.New(maintain.Config{Table: cfg.Table, OnceTable: cfg.OnceTable}, p.dialect, p.sessions)
 	p.hooks = &callbacks.Callbacks{Table: cfg.Table, Dialect: p.dialect, DisableAutoFill: cfg.DisableAutoFill, Models: p.models,
 		Sessions: p.sessions, Reads: p.reads, Caches: p.caches, FillExtras: p.fillExtras}
 	return p.hooks.Register(db)

@@ -18,6 +18,8 @@ import (
 	"github.com/slotted-go/slotted/internal/query"
 
 	"github.com/slotted-go/slotted/internal/callbacks"
+
+	"github.com/slotted-go/slotted/internal/maintain"
 )
 
 const pluginName = "slotted"
@@ -31,6 +33,7 @@ type Plugin struct {
 	writes   *write.Engine        // the one write path: row deltas, coalesced, marked
 	reads    *query.Reader        // sums, loads, windows, rankings
 	hooks    *callbacks.Callbacks // omit, auto-fill, delete cleanup
+	maint    *maintain.Maintainer // compaction, retention, pruning, orphans
 	sql      write.Statements     // the upsert and the sum, rendered at Initialize (clause.go)
 	models   *meta.Registry       // model metadata, built once per type
 	sumOnce  sync.Once

@@ -1,8 +1,6 @@
 package slotted
 
 import (
-	"reflect"
-
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -64,7 +62,7 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 		return ids, len(ids), []any{ids[len(ids)-1]}, nil
 	}
 	err = keyset.Walk(session.Context(db), opts.BatchSize, nil, read, func(ids []string, _ []any) error {
-		orphans, err := p.orphans(parents, m, ids)
+		orphans, err := p.maint.Orphans(parents, m, ids)
 		if err != nil {
 			return err
 		}
@@ -78,32 +76,4 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 		return nil
 	})
 	return prog, err
-}
-
-// orphans returns the ids among ids that have no row in the model's table;
-// db is a session on the primary.
-func (p *Plugin) orphans(db *gorm.DB, m *meta.Model, ids []string) ([]string, error) {
-	keys := make([]any, 0, len(ids))
-	for _, id := range ids {
-		if k, ok := m.Key.Parse(id); ok {
-			keys = append(keys, k)
-		}
-	}
-	found := reflect.New(reflect.SliceOf(m.Type))
-	if len(keys) > 0 {
-		// Unscoped: a soft-deleted record still owns its counters.
-		err := session.WithoutFill(db).Unscoped().Model(reflect.New(m.Type).Interface()).Select(m.Key.Columns()).
-			Where(m.Key.In("", keys)).Find(found.Interface()).Error
-		if err != nil {
-			return nil, err
-		}
-	}
-	exists, _ := m.Records(found.Elem(), false)
-	var out []string
-	for _, id := range ids {
-		if _, ok := exists.ByID[id]; !ok {
-			out = append(out, id)
-		}
-	}
-	return out, nil
 }
