@@ -12,6 +12,8 @@ import (
 	"github.com/slotted-go/slotted/internal/meta"
 
 	"github.com/slotted-go/slotted/internal/query"
+
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // Dashboards: the series of many records in one statement, and windows in
@@ -112,10 +114,10 @@ func noNilElems(v reflect.Value) error {
 // seriesOf reads counter c's buckets for the records ids: one GROUP BY
 // record_type, record_id per chunk of query.WindowCells cells.
 func (p *Plugin) seriesOf(db *gorm.DB, c *meta.Counter, buckets []bucketing.Bucket, ids []string) (map[string][]Bucket, error) {
-	types := bucketTypes(c, buckets)
+	types := c.BucketTypes(buckets)
 	cells := make(map[[2]string]int64, len(types))
 	for tchunk := range slices.Chunk(types, query.TypeChunk) {
-		for ichunk := range slices.Chunk(ids, max(1, min(loadChunk, query.WindowCells/len(tchunk)))) {
+		for ichunk := range slices.Chunk(ids, max(1, min(tables.LoadChunk, query.WindowCells/len(tchunk)))) {
 			if err := p.reads.Sums(db, query.Anys(tchunk), ichunk, cells); err != nil {
 				return nil, err
 			}

@@ -59,7 +59,7 @@ func (p *Plugin) fillExtras(db *gorm.DB, m *meta.Model, v reflect.Value, key str
 				return fmt.Errorf("field %s: %w", e.Name, err)
 			}
 			totals := make(map[string]int64, len(rs.IDs))
-			if err := p.reads.WindowSums(db, bucketTypes(e.C, buckets), rs.IDs, false, totals); err != nil {
+			if err := p.reads.WindowSums(db, e.C.BucketTypes(buckets), rs.IDs, false, totals); err != nil {
 				return err
 			}
 			eachRecord(rs, func(id string, s reflect.Value) {

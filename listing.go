@@ -157,7 +157,7 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 		if len(buckets) > 0 {
 			fp += "|" + buckets[0].Label + "|" + buckets[len(buckets)-1].Label
 		}
-		r.sub = p.reads.Totals(db, query.Anys(bucketTypes(c, buckets)))
+		r.sub = p.reads.Totals(db, query.Anys(c.BucketTypes(buckets)))
 	case read == ReadExact:
 		r.sub = p.reads.Totals(db, []any{c.RecordType})
 	}

@@ -166,7 +166,7 @@ func joinTotal(db *gorm.DB, model any, counter string, w *span) (*gorm.DB, strin
 		if err != nil {
 			return db, "", err
 		}
-		types, alias = query.Anys(bucketTypes(c, buckets)), alias+"_window"
+		types, alias = query.Anys(c.BucketTypes(buckets)), alias+"_window"
 	}
 	quoted := db.Statement.Quote(alias)
 	key, keyVars := m.Key.TextSQL(p.dialect, clause.CurrentTable)

@@ -121,7 +121,7 @@ func topRefs(db *gorm.DB, model any, counter string, n int, w *span) ([]RefTotal
 		if err != nil {
 			return nil, err
 		}
-		types = query.Anys(bucketTypes(c, buckets))
+		types = query.Anys(c.BucketTypes(buckets))
 	}
 	tx := p.reads.Totals(db, types).
 		Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: clause.Column{Name: "slotted_total"}, Desc: true}, {Column: clause.Column{Name: "slotted_id"}, Desc: true}}}).
@@ -173,25 +173,4 @@ func (p *Plugin) topCached(db *gorm.DB, m *meta.Model, c *meta.Counter, n int) (
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// rankArgs resolves the arguments every ranking shares: the plugin, the
-// model's metadata and its counter, and n >= 1 (what names the call).
-func rankArgs(db *gorm.DB, model any, counter string, n int, what string) (*Plugin, *meta.Model, *meta.Counter, error) {
-	p, err := pluginOf(db)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if n < 1 {
-		return nil, nil, nil, fmt.Errorf("%w: %s n %d", ErrInvalidArgument, what, n)
-	}
-	m, err := p.models.ModelArg(db, model)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	c, err := m.Counter(counter)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return p, m, c, nil
 }

@@ -100,7 +100,7 @@ func countWindow(db *gorm.DB, model any, counter string, resolve windowOf) (int6
 		return 0, err
 	}
 	totals := map[string]int64{}
-	if err := p.reads.WindowSums(db, bucketTypes(c, buckets), []string{id}, false, totals); err != nil {
+	if err := p.reads.WindowSums(db, c.BucketTypes(buckets), []string{id}, false, totals); err != nil {
 		return 0, err
 	}
 	return totals[id], nil
@@ -112,7 +112,7 @@ func seriesWindow(db *gorm.DB, model any, counter string, resolve windowOf) ([]B
 	if err != nil {
 		return nil, err
 	}
-	types := bucketTypes(c, buckets)
+	types := c.BucketTypes(buckets)
 	totals := map[string]int64{}
 	if err := p.reads.WindowSums(db, types, []string{id}, true, totals); err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func loadWindow(db *gorm.DB, models any, counters []string, resolve windowOf) er
 	}
 	for i, c := range selected {
 		totals := make(map[string]int64, len(rs.IDs))
-		if err := p.reads.WindowSums(db, bucketTypes(c, windows[i]), rs.IDs, false, totals); err != nil {
+		if err := p.reads.WindowSums(db, c.BucketTypes(windows[i]), rs.IDs, false, totals); err != nil {
 			return err
 		}
 		for id, structs := range rs.ByID {
@@ -162,13 +162,4 @@ func loadWindow(db *gorm.DB, models any, counters []string, resolve windowOf) er
 		}
 	}
 	return nil
-}
-
-// bucketTypes returns the record_types of counter c's buckets.
-func bucketTypes(c *meta.Counter, buckets []bucketing.Bucket) []string {
-	types := make([]string, len(buckets))
-	for i, b := range buckets {
-		types[i] = bucketing.Type(c.RecordType, b.Label)
-	}
-	return types
 }

@@ -421,3 +421,12 @@ func kindNames(kinds []ExtraKind) string {
 func NotBucketed(c *Counter) error {
 	return fmt.Errorf("%w: counter %q has no buckets: tag option", errs.ErrInvalidArgument, c.Name)
 }
+
+// BucketTypes returns the record_types of counter c's buckets.
+func (c *Counter) BucketTypes(buckets []bucketing.Bucket) []string {
+	types := make([]string, len(buckets))
+	for i, b := range buckets {
+		types[i] = bucketing.Type(c.RecordType, b.Label)
+	}
+	return types
+}
