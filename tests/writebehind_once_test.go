@@ -33,6 +33,10 @@ func TestBufferExactlyOnceUnderKills(t *testing.T) {
 		var kills, lost, aimed atomic.Int64
 		var faults sync.WaitGroup
 		var on atomic.Bool
+		// gate orders every faults.Add before the faults.Wait that follows
+		// on.Store(false): a flush that saw on just before it turned off
+		// would otherwise Add concurrently with Wait.
+		var gate sync.Mutex
 		isFlush := func(q string) bool {
 			return strings.HasPrefix(strings.TrimSpace(q), "INSERT") && strings.Contains(q, slotted.DefaultTable)
 		}
@@ -44,7 +48,12 @@ func TestBufferExactlyOnceUnderKills(t *testing.T) {
 			return false
 		}
 		hooks.onExec = func(q string, after bool, _ error) {
-			if after || !on.Load() || !isFlush(q) || rand.IntN(3) != 0 {
+			if after || !isFlush(q) || rand.IntN(3) != 0 {
+				return
+			}
+			gate.Lock()
+			defer gate.Unlock()
+			if !on.Load() {
 				return
 			}
 			aimed.Add(1)
@@ -84,7 +93,9 @@ func TestBufferExactlyOnceUnderKills(t *testing.T) {
 		}
 		wg.Wait()
 		time.Sleep(200 * time.Millisecond) // a few more flushes under faults
+		gate.Lock()
 		on.Store(false)
+		gate.Unlock()
 		faults.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
