@@ -11,6 +11,8 @@ import (
 	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // Writes to missing records. A counter needs no row of its parent: Add to
@@ -57,7 +59,7 @@ func (p *Plugin) checkAllExist(db *gorm.DB, m *meta.Model, rs meta.Records) erro
 	if !on {
 		return nil
 	}
-	for chunk := range slices.Chunk(rs.IDs, loadChunk) {
+	for chunk := range slices.Chunk(rs.IDs, tables.LoadChunk) {
 		keys := make([]any, len(chunk))
 		for i, id := range chunk {
 			keys[i] = m.Key.Value(rs.ByID[id][0])

@@ -25,14 +25,12 @@ import (
 // MaxKeysPage bounds OnceKeys' limit.
 const MaxKeysPage = 10000
 
-const onceKeySetting = session.OnceKeySetting
-
 // WithOnceKey makes auto-fill (and LoadApplied) fill the model's applied
 // fields (`slotted:"likes;applied"`) for key: one statement per field and
 // 1000 records, whether key was applied to each record's counter.
 //
 //	slotted.WithOnceKey(db, "user:7").Find(&posts) // posts[i].Liked: user 7 liked posts[i]
-func WithOnceKey(db *gorm.DB, key string) *gorm.DB { return db.Set(onceKeySetting, key) }
+func WithOnceKey(db *gorm.DB, key string) *gorm.DB { return db.Set(session.OnceKeySetting, key) }
 
 // Applied reports whether key was applied to this record's counter by
 // AddOnce (and not removed by RemoveOnce, nor expired).

@@ -2,13 +2,7 @@ package slotted
 
 import (
 	"gorm.io/gorm"
-
-	"github.com/slotted-go/slotted/internal/tables"
 )
-
-// loadChunk bounds the record ids in one batched read, well under every
-// dialect's bind-parameter limit (SQLite's is 32766, MySQL's and PostgreSQL's 65535).
-const loadChunk = tables.LoadChunk
 
 // Count returns a counter's total: the sum of its slot rows, 0 when it has none,
 // or ErrOverflow when the sum does not fit in int64.

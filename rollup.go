@@ -7,6 +7,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotted-go/slotted/internal/meta"
+
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // RollUp writes the current total of counters into their cache columns on the
@@ -50,7 +52,7 @@ func (p *Plugin) rollUp(db *gorm.DB, m *meta.Model, selected []*meta.Counter, v 
 	}
 	types := meta.RecordTypes(selected)
 	totals := make(map[[2]string]int64, len(rs.IDs)*len(selected))
-	for ids := range slices.Chunk(rs.IDs, loadChunk) {
+	for ids := range slices.Chunk(rs.IDs, tables.LoadChunk) {
 		err := p.sessions.WriteTx(db, func(tx *gorm.DB) error {
 			// Read inside the transaction, so that a retried attempt writes fresh totals.
 			for _, id := range ids {

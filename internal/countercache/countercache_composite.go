@@ -11,8 +11,6 @@ import (
 	"github.com/slotted-go/slotted/internal/meta"
 	"github.com/slotted-go/slotted/internal/session"
 
-	"github.com/slotted-go/slotted/internal/write"
-
 	"github.com/slotted-go/slotted/internal/errs"
 )
 
@@ -128,14 +126,9 @@ func (p *Caches) countChildrenComposite(tx *gorm.DB, c *counterCache, keys []any
 			return err
 		}
 		if ok {
-			n, ok := write.ScaleDelta(n, c.weight)
-			if ok {
-				n, ok = write.MergeDelta(into[deltaKey{c, id}], n)
+			if err := into.add(c, id, n, c.weight); err != nil {
+				return err
 			}
-			if !ok {
-				return errs.ErrOverflow
-			}
-			into[deltaKey{c, id}] = n
 		}
 	}
 	return rows.Err()

@@ -1,6 +1,7 @@
 package countercache
 
 import (
+	"database/sql"
 	"fmt"
 	"math"
 	"reflect"
@@ -220,15 +221,53 @@ func (cc *childCaches) contribute(d deltas, img image, sign int64, record reflec
 		if ok && sign < 0 {
 			n, ok = -n, n != math.MinInt64
 		}
-		if ok {
-			n, ok = write.MergeDelta(d[deltaKey{c, id}], n)
-		}
 		if !ok {
 			return errs.ErrOverflow
 		}
-		d[deltaKey{c, id}] = n
+		if err := d.add(c, id, n, 1); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// add adds n times weight to c's delta for the parent id, or returns
+// ErrOverflow (changing nothing) when that leaves int64.
+func (d deltas) add(c *counterCache, id string, n, weight int64) error {
+	n, ok := write.ScaleDelta(n, weight)
+	if ok {
+		n, ok = write.MergeDelta(d[deltaKey{c, id}], n)
+	}
+	if !ok {
+		return errs.ErrOverflow
+	}
+	d[deltaKey{c, id}] = n
+	return nil
+}
+
+// addRows adds the (foreign key, count) rows of a counting query, times
+// weight, to c's deltas: Fix's count of a cache's children, or of a
+// multi-level cache through its chain.
+func (d deltas) addRows(rows *sql.Rows, c *counterCache, weight int64) error {
+	defer rows.Close()
+	for rows.Next() {
+		fkv := nullable(c.fk)
+		var n int64
+		if err := rows.Scan(fkv, &n); err != nil {
+			return err
+		}
+		id, ok, err := fkID(scanned(fkv))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if err := d.add(c, id, n, weight); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // assignedColumns lists the columns an UPDATE may set; known is false when

@@ -447,30 +447,7 @@ func (p *Caches) countThrough(tx *gorm.DB, c *counterCache, keys []any, into del
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		fkv := nullable(c.fk)
-		var n int64
-		if err := rows.Scan(fkv, &n); err != nil {
-			return err
-		}
-		id, ok, err := fkID(scanned(fkv))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		n, ok = write.ScaleDelta(n, weight)
-		if ok {
-			n, ok = write.MergeDelta(into[deltaKey{c, id}], n)
-		}
-		if !ok {
-			return errs.ErrOverflow
-		}
-		into[deltaKey{c, id}] = n
-	}
-	return rows.Err()
+	return into.addRows(rows, c, weight)
 }
 
 // throughQuery selects (slotted_fk, slotted_n) per foreign key value of c's

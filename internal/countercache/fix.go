@@ -13,8 +13,6 @@ import (
 
 	"github.com/slotted-go/slotted/internal/meta"
 
-	"github.com/slotted-go/slotted/internal/write"
-
 	"github.com/slotted-go/slotted/internal/errs"
 	"github.com/slotted-go/slotted/internal/tables"
 )
@@ -183,29 +181,7 @@ func (p *Caches) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		fkv := nullable(c.fk)
-		var n int64
-		if err := rows.Scan(fkv, &n); err != nil {
-			return err
-		}
-		id, ok, err := fkID(scanned(fkv))
-		if err != nil {
-			return err
-		}
-		if ok {
-			n, ok := write.ScaleDelta(n, c.weight)
-			if ok {
-				n, ok = write.MergeDelta(into[deltaKey{c, id}], n)
-			}
-			if !ok {
-				return errs.ErrOverflow
-			}
-			into[deltaKey{c, id}] = n
-		}
-	}
-	return rows.Err()
+	return into.addRows(rows, c, c.weight)
 }
 
 // SetFields moves the counter fields of the fixed records (byID, by
