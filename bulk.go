@@ -22,10 +22,6 @@ import (
 	"github.com/slotted-go/slotted/internal/write"
 )
 
-// ErrDeltaOverflow: deltas summed for one counter (the same counter named twice
-// in one bulk write, or held by a write-behind Buffer) would overflow int64.
-var ErrDeltaOverflow = errors.New("slotted: summed deltas overflow int64")
-
 // AddEach adds several counters of one record with one statement, each by its
 // own delta, as Laravel's incrementEach does. The model's fields move by their
 // deltas afterwards. Zero deltas are skipped; two names of one counter

@@ -1,6 +1,10 @@
 package slotted
 
-import "github.com/slotted-go/slotted/internal/errs"
+import (
+	"errors"
+
+	"github.com/slotted-go/slotted/internal/errs"
+)
 
 // Sentinel errors. Every error the package returns for bad input wraps one of
 // these, so callers can branch with errors.Is; none of them is returned after
@@ -43,3 +47,18 @@ var ErrInvalidArgument = errs.ErrInvalidArgument
 // It is the only error besides a context's that leaves a write's outcome
 // open (docs/outcomes.md).
 var ErrOutcomeUnknown = errs.ErrOutcomeUnknown
+
+// ErrDryRun is returned by the plugin's writes, reads and maintenance calls on
+// a DB in gorm's DryRun mode (gorm.Session{DryRun: true}, gorm.Config.DryRun).
+// gorm's DryRun builds statements without running them; a counter call
+// cannot do its work that way: a write would report an increment that never
+// happened (and move the model's field), a read would report 0 for a counter
+// it never read. The call runs nothing, and the model's fields are left as
+// they were. Scopes (OrderBy, WhereCounter), Table and RefOf keep working under
+// DryRun, as they only build SQL; auto-fill and counter caches skip a dry
+// run's statements as gorm skips running them.
+var ErrDryRun = errs.ErrDryRun
+
+// ErrDeltaOverflow: deltas summed for one counter (the same counter named twice
+// in one bulk write, or held by a write-behind Buffer) would overflow int64.
+var ErrDeltaOverflow = errors.New("slotted: summed deltas overflow int64")

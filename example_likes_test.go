@@ -10,8 +10,8 @@ import (
 	"github.com/slotted-go/slotted"
 )
 
-// Compiled, not run: likes and dashboards (once_read.go, extras.go,
-// dashboard.go). The runnable versions are in tests/example_likes_test.go.
+// Compiled, not run: likes and dashboards (once_read.go, window.go).
+// The runnable versions are in tests/example_likes_test.go.
 
 // Story has one like per user, a "liked by me" flag, and a 7-day view total
 // and sparkline filled beside the all-time views.

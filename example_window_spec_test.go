@@ -7,7 +7,7 @@ import (
 	"github.com/slotted-go/slotted"
 )
 
-// Compiled, not run: windows stated in buckets (window_spec.go). The
+// Compiled, not run: windows stated in buckets (window.go). The
 // runnable versions are in tests/example_window_spec_test.go.
 
 func ExampleCountIn() {

@@ -1,8 +1,10 @@
 package slotted
 
 import (
+	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -83,4 +85,22 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	p.hooks = &callbacks.Callbacks{Table: cfg.Table, Dialect: p.dialect, DisableAutoFill: cfg.DisableAutoFill, Models: p.models,
 		Sessions: p.sessions, Reads: p.reads, Caches: p.caches, FillExtras: p.fillExtras}
 	return p.hooks.Register(db)
+}
+
+// batchDone reports a coalesced statement that began at start and returns
+// its error. Called as one expression around the statement, so its
+// arguments are evaluated left to right: start before the statement runs.
+func (p *Plugin) batchDone(ctx context.Context, start time.Time, rows, writes int, err error) error {
+	if p.cfg.Observer != nil {
+		p.cfg.observe(ctx, Event{Kind: EventBatch, Start: start, End: time.Now(), Rows: rows, Writes: writes, Err: err})
+	}
+	return err
+}
+
+// conflicted reports a lock conflict met by withRetry.
+func (p *Plugin) conflicted(ctx context.Context, kind Conflict, attempt int, retried bool, err error) {
+	if p.cfg.Observer != nil {
+		now := time.Now()
+		p.cfg.observe(ctx, Event{Kind: EventConflict, Start: now, End: now, Conflict: kind, Attempt: attempt, Retried: retried, Err: err})
+	}
 }

@@ -63,33 +63,8 @@ type Event struct {
 }
 
 // observe hands e to the configured Observer.
-func (p *Plugin) observe(ctx context.Context, e Event) {
-	if o := p.cfg.Observer; o != nil {
+func (c Config) observe(ctx context.Context, e Event) {
+	if o := c.Observer; o != nil {
 		o.Observe(ctx, e)
-	}
-}
-
-// batchDone reports a coalesced statement that began at start and returns
-// its error. Called as one expression around the statement, so its
-// arguments are evaluated left to right: start before the statement runs.
-func (p *Plugin) batchDone(ctx context.Context, start time.Time, rows, writes int, err error) error {
-	if p.cfg.Observer != nil {
-		p.observe(ctx, Event{Kind: EventBatch, Start: start, End: time.Now(), Rows: rows, Writes: writes, Err: err})
-	}
-	return err
-}
-
-// passDone reports a Runner pass.
-func passDone(ctx context.Context, p *Plugin, pass Pass) {
-	if p != nil && p.cfg.Observer != nil {
-		p.observe(ctx, Event{Kind: EventPass, Start: pass.Started, End: pass.Started.Add(pass.Took), Err: pass.Err, Pass: &pass})
-	}
-}
-
-// conflicted reports a lock conflict met by withRetry.
-func (p *Plugin) conflicted(ctx context.Context, kind Conflict, attempt int, retried bool, err error) {
-	if p.cfg.Observer != nil {
-		now := time.Now()
-		p.observe(ctx, Event{Kind: EventConflict, Start: now, End: now, Conflict: kind, Attempt: attempt, Retried: retried, Err: err})
 	}
 }

@@ -93,3 +93,12 @@ func Table(db *gorm.DB) *gorm.DB {
 type stats struct {
 	onceApplied, onceDuplicates atomic.Uint64
 }
+
+// liveOf is pluginOf for the calls that run statements: it refuses DryRun.
+func liveOf(db *gorm.DB) (*Plugin, error) {
+	p, err := pluginOf(db)
+	if err == nil && db.DryRun {
+		return nil, ErrDryRun
+	}
+	return p, err
+}

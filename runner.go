@@ -151,3 +151,10 @@ func (r Runner) maintainBuckets(ctx context.Context, db *gorm.DB, pass *Pass) []
 	}
 	return errs
 }
+
+// passDone reports a Runner pass.
+func passDone(ctx context.Context, p *Plugin, pass Pass) {
+	if p != nil && p.cfg.Observer != nil {
+		p.cfg.observe(ctx, Event{Kind: EventPass, Start: pass.Started, End: pass.Started.Add(pass.Took), Err: pass.Err, Pass: &pass})
+	}
+}

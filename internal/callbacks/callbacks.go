@@ -31,7 +31,7 @@ type Callbacks struct {
 	Reads           *query.Reader
 	Caches          *countercache.Caches
 	// FillExtras fills window:, series: and applied fields (the root's
-	// extras.go: the series type is the root's Bucket).
+	// window.go: the series type is the root's Bucket).
 	FillExtras func(db *gorm.DB, m *meta.Model, v reflect.Value, key string, strict bool, names ...string) error
 }
 
@@ -130,7 +130,7 @@ func (p *Callbacks) autoFill(db *gorm.DB) {
 		_ = db.AddError(err)
 		return
 	}
-	if len(m.Extras) > 0 { // window:, series: and applied fields (extras.go)
+	if len(m.Extras) > 0 { // window:, series: and applied fields (window.go)
 		key, _ := db.Get(session.OnceKeySetting)
 		k, _ := key.(string)
 		if err := p.FillExtras(src, m, rv, k, false); err != nil {

@@ -195,3 +195,11 @@ func SetFields(caches []*counterCache, byID map[string][]reflect.Value, ids []st
 		}
 	}
 }
+
+// FixProgress reports a FixAll run.
+type FixProgress struct {
+	Batches int // transactions committed
+	Records int // parent records recomputed
+	Drifted int // counters that differed from their children
+	Last    any // primary key of the last parent of the last batch: FixOptions.After to resume
+}

@@ -47,7 +47,7 @@ type Model struct {
 	// Columns are counter fields that gorm still maps to a column (no gorm:"-"):
 	// they are omitted from the model's INSERT, UPDATE and SELECT statements.
 	Columns []string
-	Extras  []*Extra // fields filled beside the counters: window:, series:, applied (extras.go)
+	Extras  []*Extra // fields filled beside the counters: window:, series:, applied (window.go)
 }
 
 // Counter is one Counter field of a model.

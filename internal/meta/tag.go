@@ -19,7 +19,7 @@ import (
 //	slotted:"views;buckets:day"           also counted per day (hour, day, month; bucket.go)
 //	slotted:"views;buckets:day;tz:Europe/Berlin;keep:90"   days of Berlin, 90 of them kept
 //	slotted:""                            name taken from the field's column name (Likes -> likes)
-//	slotted:"views;window:7d"             not a counter: views over a Window, filled beside it (extras.go)
+//	slotted:"views;window:7d"             not a counter: views over a Window, filled beside it (window.go)
 //	slotted:"views;series:7d"             not a counter: views day by day ([]Bucket)
 //	slotted:"likes;applied"               not a counter: whether WithOnceKey's key was applied (bool)
 //
