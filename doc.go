@@ -76,8 +76,8 @@
 // request id, a user id) in the same transaction as the increment, and
 // applies each key once per counter: a retry with the same key adds nothing,
 // and "one like per user" needs no table of its own. RemoveOnce undoes it.
-// Keys are kept forever, or for ExpireAfter's ttl, after which a Runner with
-// PruneKeys deletes them.
+// Keys are kept forever, or for OnceOptions.ExpireAfter, after which a
+// Runner with PruneKeys deletes them.
 //
 // On MariaDB/MySQL and PostgreSQL (unless Config.DisableOutcomeMarkers), a
 // coalesced write that fails on a lost connection is looked up before it returns (a marker row in the same

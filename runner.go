@@ -36,7 +36,7 @@ type Runner struct {
 	Compact *CompactOptions
 	// RollUp lists models (e.g. &Post{}) whose cache columns RollUpAll refreshes every pass.
 	RollUp []any
-	// PruneKeys deletes AddOnce's expired keys (ExpireAfter) every pass, on the primary, 1000
+	// PruneKeys deletes AddOnce's expired keys (OnceOptions.ExpireAfter) every pass, on the primary, 1000
 	// per statement. Keys without an expiry are never pruned.
 	PruneKeys bool
 	// Buckets, when non-nil, runs MaintainBuckets with these options for each of its Models every

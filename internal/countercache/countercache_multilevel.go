@@ -31,7 +31,7 @@ import (
 //	type Review  struct { ID uint; UserID uint }
 //
 //	slotted.CounterCache(db, &User{}, "Reviews", "reviews")                               // user ← review
-//	slotted.CounterCache(db, &Company{}, "Users", "reviews", slotted.SumCounter("reviews")) // company ← user's counter
+//	slotted.CounterCache(db, &Company{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"}) // company ← user's counter
 //
 // Chains go as deep as declared (a region adding up its companies' "reviews").
 //
@@ -64,7 +64,7 @@ import (
 // sumCounterOf checks a SumCounter option and sets cc.through.
 func (p *Caches) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schema, spec Spec) error {
 	if spec.Sum != "" {
-		return fmt.Errorf("%w: SumCounter(%q) and Sum(%q) cannot be combined", errs.ErrInvalidConfig, spec.SumCounter, spec.Sum)
+		return fmt.Errorf("%w: SumCounter %q and Sum %q cannot be combined", errs.ErrInvalidConfig, spec.SumCounter, spec.Sum)
 	}
 	m, err := p.models.OfSchema(db, child)
 	if err != nil {
