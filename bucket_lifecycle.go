@@ -44,7 +44,7 @@ type BucketOptions struct {
 // Which buckets are closed or expired is decided by Config.Now. A Runner with
 // Buckets set calls it every pass; it is safe to run from several processes.
 //
-//	slotted.MaintainBuckets(db, &Post{}, slotted.BucketOptions{})
+//	slotted.MaintainBuckets(db, &Post{})
 //	// compaction: CompactAll of record_type 'posts.views@2026-11-22', then '...@2026-11-21'
 //	// retention (keep:90), per expired bucket:
 //	// SELECT MIN(record_type) FROM slotted_counters WHERE record_type > 'posts.views@' AND record_type < 'posts.views@2026-08-26'

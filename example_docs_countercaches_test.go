@@ -141,7 +141,7 @@ func Example_docCounterCaches7() {
 	{
 		drift, err := slotted.Fix(db, &post, slotted.FixOptions{DryRun: true}) // or a slice of posts; DryRun changes nothing
 		// [{Record: 42, Counter: "comments", Ref: {posts.comments 42}, Stored: 7, Actual: 5}]
-		drift, err = slotted.Fix(db, &post, slotted.FixOptions{}) // repairs; post.CommentsCount = 5
+		drift, err = slotted.Fix(db, &post) // repairs; post.CommentsCount = 5
 
 		prog, err := slotted.FixAll(db.WithContext(ctx), &Post{}, slotted.FixOptions{
 			Counters:  []string{"comments"}, // default: every counter cache of Post

@@ -109,7 +109,7 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 		if ctx.Err() != nil {
 			break
 		}
-		prog, err := RollUpAll(db, model, RollUpOptions{})
+		prog, err := RollUpAll(db, model)
 		pass.RollUp = append(pass.RollUp, prog)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("roll up %T: %w", model, err))
