@@ -86,16 +86,16 @@ func TestCounterCacheWeightWithDeleted(t *testing.T) {
 
 func uintID(id uint) string { return strconv.FormatUint(uint64(id), 10) }
 
-// TestCounterCacheWeightZero: Weight(0) is refused and registers nothing.
+// TestCounterCacheWeightZero: Weight 0, CacheOptions' zero value, counts
+// each child once, as no Weight does.
 func TestCounterCacheWeightZero(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		cacheDB(t, db)
-		err := slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.CacheOptions{Weight: 0})
-		require.ErrorIs(t, err, slotted.ErrInvalidConfig)
+		require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.CacheOptions{Weight: 0}))
 		ids := newTopics(t, db, 1)
-		require.NoError(t, db.Create(&Reply{TopicID: ptr(ids[0]), Published: true}).Error)
+		require.NoError(t, db.Create(&[]Reply{{TopicID: ptr(ids[0])}, {TopicID: ptr(ids[0]), Published: true}}).Error)
 		n, err := slotted.Count(db, &Topic{ID: ids[0]}, "weighted")
 		require.NoError(t, err)
-		assert.Zero(t, n, "not a counter cache")
+		assert.EqualValues(t, 2, n)
 	})
 }
