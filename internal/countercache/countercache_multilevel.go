@@ -75,7 +75,7 @@ func (p *Caches) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schem
 		return err
 	}
 	if p.cacheOf(c) == nil {
-		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s is not a counter cache (declare it first)", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
+		return fmt.Errorf("%w: SumCounter %q: counter %q of %s is not a counter cache (declare it first)", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
 	}
 	cc.through = c
 	p.caches.summed.Store(true) // before registration: a failed one only costs the lookups
