@@ -35,6 +35,15 @@
 // ("posts.likes"), and its record_id, the primary key as text ("42"). Ref and
 // AddRef/CountRef name counters directly, without a model.
 //
+// Options follow gorm's own style: Config configures the plugin once; what one
+// call can be told is a struct named after it (CacheOptions, OnceOptions,
+// FixOptions, ListOptions, ...) passed as the call's last argument, which may
+// be left out (its zero value is the documented default) and is given at
+// most once:
+//
+//	slotted.Sweep(db, &Post{})
+//	slotted.Fix(db, &posts, slotted.FixOptions{DryRun: true})
+//
 // # Coalescing, bulk writes, write-behind
 //
 // Outside a transaction, writes that arrive while the plugin's statements for
