@@ -44,22 +44,26 @@ type BucketOptions struct {
 // Which buckets are closed or expired is decided by Config.Now. A Runner with
 // Buckets set calls it every pass; it is safe to run from several processes.
 //
-//	slotted.MaintainBuckets(db, &Post{}, slotted.BucketOptions{})
+//	slotted.MaintainBuckets(db, &Post{})
 //	// compaction: CompactAll of record_type 'posts.views@2026-11-22', then '...@2026-11-21'
 //	// retention (keep:90), per expired bucket:
 //	// SELECT MIN(record_type) FROM slotted_counters WHERE record_type > 'posts.views@' AND record_type < 'posts.views@2026-08-26'
 //	// SELECT record_id, slot FROM slotted_counters WHERE record_type = 'posts.views@2026-08-25' ORDER BY record_id, slot LIMIT 500
 //	// DELETE FROM slotted_counters WHERE record_type = 'posts.views@2026-08-25' AND record_id = '1' AND slot IN (0,3) OR ...
-func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress, error) {
+func MaintainBuckets(db *gorm.DB, model any, opts ...BucketOptions) (BucketProgress, error) {
 	var prog BucketProgress
+	o, err := optionsOf(opts)
+	if err != nil {
+		return prog, err
+	}
 	p, err := liveOf(db)
 	if err != nil {
 		return prog, err
 	}
-	if opts.Closed, err = batchSize(opts.Closed, 2, "BucketOptions.Closed"); err != nil {
+	if o.Closed, err = batchSize(o.Closed, 2, "BucketOptions.Closed"); err != nil {
 		return prog, err
 	}
-	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "BucketOptions.BatchSize"); err != nil {
+	if o.BatchSize, err = batchSize(o.BatchSize, 500, "BucketOptions.BatchSize"); err != nil {
 		return prog, err
 	}
 	m, err := p.models.ModelArg(db, model)
@@ -75,12 +79,12 @@ func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress
 	for _, c := range counters {
 		cur := c.Bucket.Of(now)
 		closed := cur
-		for range opts.Closed {
+		for range o.Closed {
 			if err := ctx.Err(); err != nil {
 				return prog, err
 			}
 			closed = c.Bucket.Back(closed, 1)
-			cp, err := CompactAll(db, CompactOptions{RecordType: bucketing.Type(c.RecordType, closed.Label), BatchSize: opts.BatchSize})
+			cp, err := CompactAll(db, CompactOptions{RecordType: bucketing.Type(c.RecordType, closed.Label), BatchSize: o.BatchSize})
 			prog.Compacted += cp.Counters
 			prog.RowsRemoved += cp.RowsRemoved
 			if err != nil {
@@ -89,7 +93,7 @@ func MaintainBuckets(db *gorm.DB, model any, opts BucketOptions) (BucketProgress
 		}
 		if c.Bucket.Keep > 0 {
 			oldest := c.Bucket.Back(cur, c.Bucket.Keep-1)
-			if err := p.expire(ctx, db, c, oldest.Label, opts.BatchSize, &prog); err != nil {
+			if err := p.expire(ctx, db, c, oldest.Label, o.BatchSize, &prog); err != nil {
 				return prog, err
 			}
 		}

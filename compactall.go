@@ -50,33 +50,37 @@ type CompactOptions struct {
 // goes on, and CompactAll returns an error saying how many counters it skipped
 // (ConflictOf classifies it) along with the progress. Any other error stops
 // the run.
-func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
+func CompactAll(db *gorm.DB, opts ...CompactOptions) (CompactProgress, error) {
 	var prog CompactProgress
+	o, err := optionsOf(opts)
+	if err != nil {
+		return prog, err
+	}
 	p, err := liveOf(db)
 	if err != nil {
 		return prog, err
 	}
-	if opts.MinRows, err = batchSize(opts.MinRows, 1, "CompactOptions.MinRows"); err != nil {
+	if o.MinRows, err = batchSize(o.MinRows, 1, "CompactOptions.MinRows"); err != nil {
 		return prog, err
 	}
-	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "CompactOptions.BatchSize"); err != nil {
+	if o.BatchSize, err = batchSize(o.BatchSize, 100, "CompactOptions.BatchSize"); err != nil {
 		return prog, err
 	}
-	for what, key := range map[string]string{"CompactOptions.RecordType": opts.RecordType, "CompactOptions.After.Type": opts.After.Type, "CompactOptions.After.ID": opts.After.ID} {
+	for what, key := range map[string]string{"CompactOptions.RecordType": o.RecordType, "CompactOptions.After.Type": o.After.Type, "CompactOptions.After.ID": o.After.ID} {
 		if err := meta.CheckKey(what, key); err != nil {
 			return prog, err
 		}
 	}
 	var start []any
-	if opts.After != (Ref{}) {
-		start = []any{opts.After.Type, opts.After.ID}
+	if o.After != (Ref{}) {
+		start = []any{o.After.Type, o.After.ID}
 	}
 	read := func(after []any) ([]Ref, int, []any, error) {
 		var from Ref
 		if after != nil {
 			from = Ref{Type: after[0].(string), ID: after[1].(string)}
 		}
-		refs, err := p.maint.Crowded(db, opts.RecordType, from, opts.MinRows, opts.BatchSize)
+		refs, err := p.maint.Crowded(db, o.RecordType, from, o.MinRows, o.BatchSize)
 		if err != nil || len(refs) == 0 {
 			return nil, 0, nil, err
 		}
@@ -84,14 +88,14 @@ func CompactAll(db *gorm.DB, opts CompactOptions) (CompactProgress, error) {
 		return refs, len(refs), []any{last.Type, last.ID}, nil
 	}
 	var skipErr error // the first skipped counter's conflict
-	err = keyset.Walk(session.Context(db), opts.BatchSize, start, read, func(refs []Ref, _ []any) error {
+	err = keyset.Walk(session.Context(db), o.BatchSize, start, read, func(refs []Ref, _ []any) error {
 		if err := p.compactBatch(db, refs, &prog, &skipErr); err != nil {
 			return err
 		}
 		prog.Counters += len(refs)
 		prog.Last = refs[len(refs)-1]
-		if opts.Progress != nil {
-			opts.Progress(prog)
+		if o.Progress != nil {
+			o.Progress(prog)
 		}
 		return nil
 	})

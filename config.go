@@ -49,11 +49,12 @@ type Config struct {
 	// (DefaultOnceTable), prefixed as Table is.
 	OnceTable string
 
-	// OnceExpireAfter is how long AddOnce keeps a key when the call passes neither ExpireAfter nor
-	// KeepForever: after it the key counts as absent (AddOnce applies it again) and the Runner's
-	// PruneKeys deletes its row. Every live key is one row of the once table (a like is one row, kept
-	// as long as the like should count), so an application whose keys are request ids sets this to
-	// how long a client may retry, and gives likes KeepForever. Default: 0, keys are kept forever.
+	// OnceExpireAfter is how long AddOnce keeps a key when the call's OnceOptions set neither
+	// ExpireAfter nor KeepForever: after it the key counts as absent (AddOnce applies it again) and
+	// the Runner's PruneKeys deletes its row. Every live key is one row of the once table (a like is
+	// one row, kept as long as the like should count), so an application whose keys are request ids
+	// sets this to how long a client may retry, and gives likes OnceOptions{KeepForever: true}.
+	// Default: 0, keys are kept forever.
 	OnceExpireAfter time.Duration
 
 	// RequireRecords makes every write that takes a model check that its record exists first (one

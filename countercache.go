@@ -1,6 +1,7 @@
 package slotted
 
 import (
+	"fmt"
 	"reflect"
 
 	"gorm.io/gorm"
@@ -12,55 +13,96 @@ import (
 // Counter caches: a parent's slotted counter kept equal to the number (or a
 // column's sum) of its children by the plugin's callbacks, in the same
 // transaction as each change of a child (internal/countercache). Declared
-// with CounterCache; options refine what a child counts for.
+// with CounterCache; CacheOptions refine what a child counts for.
 
-// CacheOption refines a counter cache: Where and Match count only some
-// children, Sum adds up a column instead of counting.
-type CacheOption func(*countercache.Spec)
+// CacheOptions refines a counter cache (CounterCache's last argument): Where
+// and Match count only some children, Sum and SumCounter add up a value
+// instead of counting. The zero value counts every live child once.
+//
+//	slotted.CounterCache(db, &Post{}, "Votes", "score", slotted.CacheOptions{Where: "up = ?", WhereArgs: []any{true}, Weight: 2})
+type CacheOptions struct {
+	// Where counts only the children matching an SQL condition on the child
+	// table ("published = ?"), with WhereArgs bound to its placeholders. The
+	// database evaluates it: on the rows an update or delete locks before and
+	// after the change, in Fix's count, and, unless Match is given too, on the
+	// rows a Create inserted (one extra SELECT by primary key per Create
+	// statement).
+	Where     string
+	WhereArgs []any
 
-// Where counts only the children matching an SQL condition on the child
-// table, e.g. slotted.Where("published = ?", true). The database evaluates
-// it: on the rows an update or delete locks before and after the change, in
-// Fix's count, and, unless Match is given too, on the rows a Create inserted
-// (one extra SELECT by primary key per Create statement).
-func Where(query string, args ...any) CacheOption {
-	return func(s *countercache.Spec) { s.Where = &clause.Expr{SQL: query, Vars: args} }
+	// Match is Where's twin in Go, a func(*Child) bool evaluated on the
+	// in-memory records of a Create instead of reading them back. It needs
+	// Where and must agree with it (a disagreement is drift that Fix
+	// repairs). Any other type, or a func of another model, is
+	// ErrInvalidConfig at declaration.
+	//
+	//	slotted.CacheOptions{Where: "published = ?", WhereArgs: []any{true}, Match: func(c *Comment) bool { return c.Published }}
+	Match any
+
+	// Sum adds up an integer column of the children (field name or column
+	// name) instead of counting them: order totals per customer. NULL counts
+	// as 0.
+	Sum string
+
+	// Weight counts each child as Weight instead of 1 (counter_culture's
+	// delta_magnitude): a review worth 5 points, a weighted vote. With Sum,
+	// each child adds Weight times its column. 0, the zero value, means 1;
+	// a negative weight counts down.
+	Weight int64
+
+	// WithDeleted counts soft-deleted children too (counter_culture's
+	// include_soft_deleted-style counters): a soft delete or a restore leaves
+	// the count alone, a hard delete (Unscoped) uncounts the row. Fix counts
+	// with Unscoped. Soft deletes of such children read their rows again
+	// after the UPDATE (one more SELECT).
+	WithDeleted bool
+
+	// Touch sets the parent's updated_at (its autoUpdateTime column) whenever
+	// the counter changes, in the same transaction: counter_culture's touch:
+	// true. Costly on a hot parent: it writes the parent's row in every
+	// child's transaction, the single contended row that slotted counters
+	// exist to avoid (the child Create then runs at the speed of the
+	// Rails-style cache; BENCHMARKS.md). With a foreign key constraint on
+	// MySQL/MariaDB, the child's INSERT takes a shared lock on the parent row
+	// that the touch then upgrades: concurrent inserters deadlock (retry the
+	// transaction).
+	Touch bool
+
+	// SumCounter adds up a counter of the child instead of counting the child
+	// rows: a multi-level cache. It names the child's counter (tag or field
+	// name), which must itself be a counter cache, declared first. Where,
+	// Match, Weight, WithDeleted and Touch apply to the intermediate rows;
+	// Sum cannot be combined with it.
+	SumCounter string
 }
 
-// Match is Where's twin in Go, evaluated on the in-memory records of a
-// Create instead of reading them back. It must agree with Where (a
-// disagreement is drift that Fix repairs); T is the child model.
-//
-//	slotted.Where("published = ?", true), slotted.Match(func(c *Comment) bool { return c.Published })
-func Match[T any](pred func(*T) bool) CacheOption {
-	return func(s *countercache.Spec) {
-		s.MatchType = reflect.TypeFor[T]()
-		s.Match = func(v reflect.Value) bool { return pred(v.Addr().Interface().(*T)) }
+// spec turns the public options into the mechanism's declaration
+// (internal/countercache.Spec). Match arrives as any, so its type, which the
+// compiler checked when Match was a generic func, is checked here; Declare
+// then compares it with the child model.
+func (o CacheOptions) spec() (countercache.Spec, error) {
+	s := countercache.Spec{Sum: o.Sum, Weight: o.Weight, WithDeleted: o.WithDeleted, Touch: o.Touch, SumCounter: o.SumCounter}
+	switch {
+	case o.Where != "":
+		s.Where = &clause.Expr{SQL: o.Where, Vars: o.WhereArgs}
+	case len(o.WhereArgs) > 0:
+		return s, fmt.Errorf("%w: CacheOptions.WhereArgs without Where", ErrInvalidConfig)
 	}
-}
-
-// Sum adds up an integer column of the children (field name or column name)
-// instead of counting them: order totals per customer. NULL counts as 0.
-func Sum(field string) CacheOption {
-	return func(s *countercache.Spec) { s.Sum = field }
-}
-
-// Weight counts each child as n instead of 1 (counter_culture's
-// delta_magnitude): a review worth 5 points, a weighted vote. With Sum, each
-// child adds n times its column. n must not be 0.
-//
-//	slotted.CounterCache(db, &Post{}, "Votes", "score", slotted.Where("up = ?", true), slotted.Weight(2))
-func Weight(n int64) CacheOption {
-	return func(s *countercache.Spec) { s.Weight, s.WeightSet = n, true }
-}
-
-// WithDeleted counts soft-deleted children too (counter_culture's
-// include_soft_deleted-style counters): a soft delete or a restore leaves the
-// count alone, a hard delete (Unscoped) uncounts the row. Fix counts with
-// Unscoped. Soft deletes of such children read their rows again after the
-// UPDATE (one more SELECT).
-func WithDeleted() CacheOption {
-	return func(s *countercache.Spec) { s.WithDeleted = true }
+	if o.Match == nil {
+		return s, nil
+	}
+	fn := reflect.ValueOf(o.Match)
+	t := fn.Type()
+	if t.Kind() != reflect.Func || t.NumIn() != 1 || t.NumOut() != 1 || t.IsVariadic() ||
+		t.In(0).Kind() != reflect.Pointer || t.In(0).Elem().Kind() != reflect.Struct || t.Out(0).Kind() != reflect.Bool {
+		return s, fmt.Errorf("%w: CacheOptions.Match is a %s, not a func(*Child) bool", ErrInvalidConfig, t)
+	}
+	if fn.IsNil() {
+		return s, fmt.Errorf("%w: CacheOptions.Match is a nil %s", ErrInvalidConfig, t)
+	}
+	s.MatchType = t.In(0).Elem()
+	s.Match = func(v reflect.Value) bool { return fn.Call([]reflect.Value{v.Addr()})[0].Bool() }
+	return s, nil
 }
 
 // CounterCache declares that a parent's counter is maintained from a child
@@ -72,7 +114,7 @@ func WithDeleted() CacheOption {
 // invalid declaration returns an error wrapping ErrInvalidConfig (or
 // ErrUnsupportedModel / ErrUnknownCounter) and registers nothing. Declaring
 // a counter that is already a counter cache is refused the same way, even
-// with the same arguments (options hold functions, which cannot be
+// with the same arguments (Match holds a function, which cannot be
 // compared): the first declaration stays in force.
 //
 // From then on, in the same transaction as each change (gorm's default
@@ -87,37 +129,18 @@ func WithDeleted() CacheOption {
 // What is not tracked (Fix repairs it): raw SQL (db.Exec), statements
 // through db.Table() on another table or without the model, and changes made
 // by other programs.
-func CounterCache(db *gorm.DB, model any, association, counter string, opts ...CacheOption) error {
+func CounterCache(db *gorm.DB, model any, association, counter string, opts ...CacheOptions) error {
 	p, err := pluginOf(db)
 	if err != nil {
 		return err
 	}
-	var spec countercache.Spec
-	for _, o := range opts {
-		if o != nil {
-			o(&spec)
-		}
+	o, err := optionsOf(opts)
+	if err != nil {
+		return err
+	}
+	spec, err := o.spec()
+	if err != nil {
+		return err
 	}
 	return p.caches.Declare(db, model, association, counter, spec)
-}
-
-// Touch sets the parent's updated_at (its autoUpdateTime column) whenever the
-// counter changes, in the same transaction: counter_culture's touch: true.
-// Off by default, and costly on a hot parent: it writes the parent's row in
-// every child's transaction, the single contended row that slotted counters
-// exist to avoid (the child Create then runs at the speed of the Rails-style
-// cache; BENCHMARKS.md). With a foreign key constraint on MySQL/MariaDB, the
-// child's INSERT takes a shared lock on the parent row that the touch then
-// upgrades: concurrent inserters deadlock (retry the transaction).
-func Touch() CacheOption {
-	return func(s *countercache.Spec) { s.Touch = true }
-}
-
-// SumCounter makes a counter cache add up a counter of the child instead of
-// counting the child rows: a multi-level cache. name is the child's counter
-// (tag or field name), which must itself be a counter cache, declared first.
-// Where, Match, Weight, WithDeleted and Touch apply to the intermediate rows;
-// Sum cannot be combined with it.
-func SumCounter(name string) CacheOption {
-	return func(s *countercache.Spec) { s.SumCounter = name }
 }

@@ -35,6 +35,15 @@
 // ("posts.likes"), and its record_id, the primary key as text ("42"). Ref and
 // AddRef/CountRef name counters directly, without a model.
 //
+// Options follow gorm's own style: Config configures the plugin once; what one
+// call can be told is a struct named after it (CacheOptions, OnceOptions,
+// FixOptions, ListOptions, ...) passed as the call's last argument, which may
+// be left out (its zero value is the documented default) and is given at
+// most once:
+//
+//	slotted.Sweep(db, &Post{})
+//	slotted.Fix(db, &posts, slotted.FixOptions{DryRun: true})
+//
 // # Coalescing, bulk writes, write-behind
 //
 // Outside a transaction, writes that arrive while the plugin's statements for
@@ -76,8 +85,8 @@
 // request id, a user id) in the same transaction as the increment, and
 // applies each key once per counter: a retry with the same key adds nothing,
 // and "one like per user" needs no table of its own. RemoveOnce undoes it.
-// Keys are kept forever, or for ExpireAfter's ttl, after which a Runner with
-// PruneKeys deletes them.
+// Keys are kept forever, or for OnceOptions.ExpireAfter, after which a
+// Runner with PruneKeys deletes them.
 //
 // On MariaDB/MySQL and PostgreSQL (unless Config.DisableOutcomeMarkers), a
 // coalesced write that fails on a lost connection is looked up before it returns (a marker row in the same

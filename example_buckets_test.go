@@ -57,7 +57,7 @@ func ExampleLoadBetween() {
 }
 
 func ExampleMaintainBuckets() {
-	prog, err := slotted.MaintainBuckets(db, &Video{}, slotted.BucketOptions{})
+	prog, err := slotted.MaintainBuckets(db, &Video{})
 	// the last 2 closed days (and hours) compacted to a row per video; days older than 90 and hours older than 48 deleted
 	fmt.Println(prog.Compacted, prog.Expired, err)
 

@@ -38,7 +38,7 @@ func TestEveryEntryPointHasAnExample(t *testing.T) {
 	}
 	// Diagnose belongs to its own package's examples.
 	skip := func(name string) bool { return strings.HasPrefix(name, "Diagnose") }
-	wantTypes := map[string]bool{"Config": true, "Ref": true, "Runner": true, "SlottedCounter": true}
+	wantTypes := map[string]bool{"Config": true, "Ref": true, "Runner": true, "SlottedCounter": true, "CacheOptions": true, "OnceOptions": true}
 	wantMethods := map[string]bool{"Plugin.Config": true, "Plugin.Stats": true, "Runner.Run": true}
 	check := func(what string, examples []*doc.Example) {
 		if len(examples) == 0 {

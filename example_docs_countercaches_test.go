@@ -37,12 +37,13 @@ func Example_docCounterCaches1() {
 
 		// Once, after db.Use and before writing children:
 		slotted.CounterCache(db, &Post{}, "Comments", "comments")
-		slotted.CounterCache(db, &Post{}, "Comments", "published",
-			slotted.Where("published = ?", true),                        // SQL: the database and Fix evaluate it
-			slotted.Match(func(c *Comment) bool { return c.Published })) // optional, Go: evaluated on new records
-		slotted.CounterCache(db, &Post{}, "Comments", "score", slotted.Sum("Stars"), slotted.Weight(2)) // 2 × stars
-		slotted.CounterCache(db, &Post{}, "Comments", "ever", slotted.WithDeleted())                    // soft-deleted too
-		slotted.CounterCache(db, &Comment{}, "Post", "comments_again")                                  // from the child's belongs-to: the same thing
+		slotted.CounterCache(db, &Post{}, "Comments", "published", slotted.CacheOptions{
+			Where: "published = ?", WhereArgs: []any{true}, // SQL: the database and Fix evaluate it
+			Match: func(c *Comment) bool { return c.Published }, // optional, Go: evaluated on new records
+		})
+		slotted.CounterCache(db, &Post{}, "Comments", "score", slotted.CacheOptions{Sum: "Stars", Weight: 2}) // 2 × stars
+		slotted.CounterCache(db, &Post{}, "Comments", "ever", slotted.CacheOptions{WithDeleted: true})        // soft-deleted too
+		slotted.CounterCache(db, &Comment{}, "Post", "comments_again")                                        // from the child's belongs-to: the same thing
 	}
 }
 
@@ -112,7 +113,7 @@ func Example_docCounterCaches5() {
 	}
 
 	// Once, after db.Use and before writing children (like db.SetupJoinTable):
-	err := slotted.CounterCache(db, &Order{}, "Customer", "spent", slotted.Sum("Total")) // declared from the child's belongs-to
+	err := slotted.CounterCache(db, &Order{}, "Customer", "spent", slotted.CacheOptions{Sum: "Total"}) // declared from the child's belongs-to
 	_ = err
 }
 
@@ -140,7 +141,7 @@ func Example_docCounterCaches7() {
 	{
 		drift, err := slotted.Fix(db, &post, slotted.FixOptions{DryRun: true}) // or a slice of posts; DryRun changes nothing
 		// [{Record: 42, Counter: "comments", Ref: {posts.comments 42}, Stored: 7, Actual: 5}]
-		drift, err = slotted.Fix(db, &post, slotted.FixOptions{}) // repairs; post.CommentsCount = 5
+		drift, err = slotted.Fix(db, &post) // repairs; post.CommentsCount = 5
 
 		prog, err := slotted.FixAll(db.WithContext(ctx), &Post{}, slotted.FixOptions{
 			Counters:  []string{"comments"}, // default: every counter cache of Post

@@ -45,7 +45,7 @@ func Example_docMultiLevel1() {
 		Reviews  int64 `gorm:"-" slotted:"reviews"`
 	}
 
-	slotted.CounterCache(db, &User{}, "Reviews", "reviews")                                    // declared first
-	slotted.CounterCache(db, &Company{}, "Users", "reviews", slotted.SumCounter("reviews"))    // adds up the users' counter
-	slotted.CounterCache(db, &Region{}, "Companies", "reviews", slotted.SumCounter("reviews")) // and a third level, if wanted
+	slotted.CounterCache(db, &User{}, "Reviews", "reviews")                                                  // declared first
+	slotted.CounterCache(db, &Company{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"})    // adds up the users' counter
+	slotted.CounterCache(db, &Region{}, "Companies", "reviews", slotted.CacheOptions{SumCounter: "reviews"}) // and a third level, if wanted
 }

@@ -38,8 +38,8 @@ func Example_docLikes2() {
 	)
 	_, _, _ = post, posts, ctx
 	{
-		liked, err := slotted.AddOnce(db, &post, "likes", 1, "user:7", slotted.KeepForever()) // false: already liked
-		unliked, err := slotted.RemoveOnce(db, &post, "likes", "user:7")                      // false: was not liked
+		liked, err := slotted.AddOnce(db, &post, "likes", 1, "user:7", slotted.OnceOptions{KeepForever: true}) // false: already liked
+		unliked, err := slotted.RemoveOnce(db, &post, "likes", "user:7")                                       // false: was not liked
 		_ = liked
 		_ = err
 		_ = unliked

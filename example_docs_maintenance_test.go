@@ -78,8 +78,8 @@ func Example_docMaintenance4() {
 			LikesCount int64 // a real column: db.Order("likes_count DESC").Limit(10).Find(&top) needs no counter query
 		}
 
-		slotted.RollUp(db, &post)                               // one record, a slice, or named counters: RollUp(db, &posts, "likes")
-		slotted.RollUpAll(db, &Post{}, slotted.RollUpOptions{}) // every post, 500 at a time, resumable with After
+		slotted.RollUp(db, &post)      // one record, a slice, or named counters: RollUp(db, &posts, "likes")
+		slotted.RollUpAll(db, &Post{}) // every post, 500 at a time, resumable with After
 	}
 }
 

@@ -126,7 +126,7 @@ func Example_docViewsPerDay7() {
 	{
 		r := slotted.Runner{Buckets: &slotted.BucketOptions{Models: []any{&Post{}}}} // with Compact, RollUp as before
 		go r.Run(ctx, db)
-		prog, err := slotted.MaintainBuckets(db, &Post{}, slotted.BucketOptions{}) // or once, from a cron
+		prog, err := slotted.MaintainBuckets(db, &Post{}) // or once, from a cron
 		_ = prog
 		_ = err
 	}

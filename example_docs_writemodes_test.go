@@ -34,7 +34,7 @@ func Example_docWriteModes2() {
 	_, _, _ = post, posts, ctx
 	_, _, _ = requestID, ref, key
 	{
-		applied, err := slotted.AddOnce(db, &post, "views", 1, requestID, slotted.ExpireAfter(24*time.Hour))
+		applied, err := slotted.AddOnce(db, &post, "views", 1, requestID, slotted.OnceOptions{ExpireAfter: 24 * time.Hour})
 		// err != nil and ambiguous? Call it again with the same requestID: applied is false if the first one committed.
 
 		liked, err := slotted.AddOnce(db, &post, "likes", 1, "user:7")   // one like per user, no likes table; kept forever

@@ -65,10 +65,10 @@ func ExampleOnceKeys() {
 	}
 }
 
-func ExampleKeepForever() {
+func ExampleOnceOptions_keepForever() {
 	// With Config{OnceExpireAfter: 24 * time.Hour} (request ids), likes stay until unliked:
-	applied, _ := slotted.AddOnce(db, &Story{ID: 42}, "likes", 1, "user:7", slotted.KeepForever())
-	retried, _ := slotted.AddOnce(db, &Story{ID: 42}, "views", 1, "req:9f2c", slotted.ExpireAfter(time.Hour))
+	applied, _ := slotted.AddOnce(db, &Story{ID: 42}, "likes", 1, "user:7", slotted.OnceOptions{KeepForever: true})
+	retried, _ := slotted.AddOnce(db, &Story{ID: 42}, "views", 1, "req:9f2c", slotted.OnceOptions{ExpireAfter: time.Hour})
 	fmt.Println(applied, retried)
 }
 

@@ -21,10 +21,10 @@ type Review struct {
 	UserID *uint `gorm:"index"`
 }
 
-func ExampleSumCounter() {
+func ExampleCacheOptions_sumCounter() {
 	// The user's counter first, then the company's, adding the users' counters up.
 	_ = slotted.CounterCache(db, &User{}, "Reviews", "reviews")
-	_ = slotted.CounterCache(db, &Company{}, "Users", "reviews", slotted.SumCounter("reviews"))
+	_ = slotted.CounterCache(db, &Company{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"})
 	// A user changing company moves all their reviews' count in one upsert (-N, +N).
 	_ = db.Model(&User{ID: 7}).Update("company_id", 2).Error
 }

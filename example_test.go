@@ -127,7 +127,7 @@ func ExampleAddRef() {
 func ExampleAddOnce() {
 	// A request retried after an ambiguous error ("invalid connection", a deadline) counts once.
 	requestID := "9b2f61c4" // from the client, the same on every retry
-	applied, err := slotted.AddOnce(db, &Post{ID: 42}, "views", 1, requestID, slotted.ExpireAfter(24*time.Hour))
+	applied, err := slotted.AddOnce(db, &Post{ID: 42}, "views", 1, requestID, slotted.OnceOptions{ExpireAfter: 24 * time.Hour})
 	// BEGIN
 	// INSERT IGNORE INTO `slotted_once` (`record_type`,`record_id`,`op_key`,`delta`,`expires_at`)
 	//   VALUES ('posts.views','42','9b2f61c4',1,'2026-11-25 10:00:00')
@@ -162,10 +162,10 @@ func ExampleRemoveRefOnce() {
 	fmt.Println(removed)
 }
 
-func ExampleExpireAfter() {
+func ExampleOnceOptions() {
 	// Remember the key for a day: long enough for every retry of the request. The Runner's
 	// PruneKeys deletes it afterwards.
-	_, _ = slotted.AddOnce(db, &Post{ID: 42}, "views", 1, "9b2f61c4", slotted.ExpireAfter(24*time.Hour))
+	_, _ = slotted.AddOnce(db, &Post{ID: 42}, "views", 1, "9b2f61c4", slotted.OnceOptions{ExpireAfter: 24 * time.Hour})
 	go slotted.Runner{PruneKeys: true}.Run(context.Background(), db)
 }
 
@@ -379,38 +379,42 @@ func ExampleCounterCache() {
 	// COMMIT
 }
 
-func ExampleWhere() {
+func ExampleCacheOptions_where() {
 	// Count only published comments; a change that flips Published moves the count.
-	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.Where("published = ?", true))
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.CacheOptions{Where: "published = ?", WhereArgs: []any{true}})
 }
 
-func ExampleMatch() {
+func ExampleCacheOptions_match() {
 	// Where's Go twin, so a Create is counted from the records in memory without reading them back.
-	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments",
-		slotted.Where("published = ?", true),
-		slotted.Match(func(c *Comment) bool { return c.Published }))
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.CacheOptions{
+		Where: "published = ?", WhereArgs: []any{true},
+		Match: func(c *Comment) bool { return c.Published },
+	})
 }
 
-func ExampleSum() {
+func ExampleCacheOptions_sum() {
 	// Add up a column of the children instead of counting them.
-	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.Sum("Words"))
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.CacheOptions{Sum: "Words"})
 }
 
-func ExampleWeight() {
+func ExampleCacheOptions_weight() {
 	// Each published comment counts 3 (with Sum: 3 times its column).
-	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.Weight(3),
-		slotted.Where("published = ?", true), slotted.Match(func(c *Comment) bool { return c.Published }))
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.CacheOptions{
+		Weight: 3,
+		Where:  "published = ?", WhereArgs: []any{true},
+		Match: func(c *Comment) bool { return c.Published },
+	})
 }
 
-func ExampleWithDeleted() {
+func ExampleCacheOptions_withDeleted() {
 	// Soft-deleted comments count too: a soft delete or restore leaves the count alone.
-	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.WithDeleted())
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.CacheOptions{WithDeleted: true})
 }
 
-func ExampleTouch() {
+func ExampleCacheOptions_touch() {
 	// Set the article's updated_at whenever its count changes (costly on a hot article:
 	// it writes the article's row in every comment's transaction).
-	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.Touch())
+	_ = slotted.CounterCache(db, &Article{}, "Comments", "comments", slotted.CacheOptions{Touch: true})
 }
 
 func ExampleFix() {

@@ -55,7 +55,11 @@ type FixOptions struct {
 // commit after Fix. This needs every writer to use the same Slots (a slot
 // beyond Fix's range would not be locked) and Fix's count to see the latest
 // commits: run it outside your transaction, or inside one at READ COMMITTED.
-func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
+func Fix(db *gorm.DB, models any, opts ...FixOptions) ([]Drift, error) {
+	o, err := optionsOf(opts)
+	if err != nil {
+		return nil, err
+	}
 	p, err := pluginOf(db)
 	if err != nil {
 		return nil, err
@@ -64,11 +68,11 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 	if err != nil {
 		return nil, err
 	}
-	caches, err := p.caches.CachesOfModel(m, opts.Counters)
+	caches, err := p.caches.CachesOfModel(m, o.Counters)
 	if err != nil {
 		return nil, err
 	}
-	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "FixOptions.BatchSize"); err != nil {
+	if o.BatchSize, err = batchSize(o.BatchSize, 100, "FixOptions.BatchSize"); err != nil {
 		return nil, err
 	}
 	rs, err := m.Records(elem, true)
@@ -76,17 +80,17 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 		return nil, err
 	}
 	var all []Drift
-	for ids := range slices.Chunk(rs.IDs, opts.BatchSize) {
+	for ids := range slices.Chunk(rs.IDs, o.BatchSize) {
 		keys := make([]any, len(ids))
 		for i, id := range ids {
 			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
-		drifts, actual, err := p.caches.FixRecords(db, caches, ids, keys, opts.DryRun, opts.OnDrift)
+		drifts, actual, err := p.caches.FixRecords(db, caches, ids, keys, o.DryRun, o.OnDrift)
 		if err != nil {
 			return all, err
 		}
 		all = append(all, drifts...)
-		if opts.DryRun {
+		if o.DryRun {
 			continue
 		}
 		countercache.SetFields(caches, rs.ByID, ids, actual)
@@ -100,24 +104,28 @@ func Fix(db *gorm.DB, models any, opts FixOptions) ([]Drift, error) {
 //
 //	SELECT id FROM posts [WHERE <Scope>] AND id > ? ORDER BY id LIMIT 100   -- on the primary
 //	-- then Fix's transaction for those 100 posts, and the next page
-func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
+func FixAll(db *gorm.DB, model any, opts ...FixOptions) (FixProgress, error) {
 	var prog FixProgress
+	o, err := optionsOf(opts)
+	if err != nil {
+		return prog, err
+	}
 	p, err := pluginOf(db)
 	if err != nil {
 		return prog, err
 	}
-	if opts.BatchSize, err = batchSize(opts.BatchSize, 100, "FixOptions.BatchSize"); err != nil {
+	if o.BatchSize, err = batchSize(o.BatchSize, 100, "FixOptions.BatchSize"); err != nil {
 		return prog, err
 	}
 	m, err := p.models.ModelArg(db, model)
 	if err != nil {
 		return prog, err
 	}
-	caches, err := p.caches.CachesOfModel(m, opts.Counters)
+	caches, err := p.caches.CachesOfModel(m, o.Counters)
 	if err != nil {
 		return prog, err
 	}
-	err = keysetPages(db, m, opts.BatchSize, opts.After, opts.Scope, func(page reflect.Value, last any) error {
+	err = keysetPages(db, m, o.BatchSize, o.After, o.Scope, func(page reflect.Value, last any) error {
 		rs, err := m.Records(page, true)
 		if err != nil {
 			return err
@@ -126,7 +134,7 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 		for i, id := range rs.IDs {
 			keys[i] = m.Key.Value(rs.ByID[id][0])
 		}
-		drifts, _, err := p.caches.FixRecords(db, caches, rs.IDs, keys, opts.DryRun, opts.OnDrift)
+		drifts, _, err := p.caches.FixRecords(db, caches, rs.IDs, keys, o.DryRun, o.OnDrift)
 		if err != nil {
 			return err
 		}
@@ -134,8 +142,8 @@ func FixAll(db *gorm.DB, model any, opts FixOptions) (FixProgress, error) {
 		prog.Records += page.Len()
 		prog.Drifted += len(drifts)
 		prog.Last = last
-		if opts.Progress != nil {
-			opts.Progress(prog)
+		if o.Progress != nil {
+			o.Progress(prog)
 		}
 		return nil
 	})

@@ -124,13 +124,17 @@ type Page[T any] struct {
 // (Limit outside 1..MaxPageSize, a negative Offset, Offset with After, a
 // foreign or malformed cursor, ReadFast on a counter without a cache: column
 // or with a window) are ErrInvalidArgument, and nothing is sent.
-func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page[T], error) {
-	p, m, c, err := rankArgs(db, model, counter, max(opts.Limit, 1), "List")
+func List[T any](db *gorm.DB, model *T, counter string, opts ...ListOptions) (*Page[T], error) {
+	o, err := optionsOf(opts)
 	if err != nil {
 		return nil, err
 	}
-	windowed := !opts.From.IsZero() || !opts.To.IsZero()
-	read := opts.Read
+	p, m, c, err := rankArgs(db, model, counter, max(o.Limit, 1), "List")
+	if err != nil {
+		return nil, err
+	}
+	windowed := !o.From.IsZero() || !o.To.IsZero()
+	read := o.Read
 	switch {
 	case read == ReadAuto && c.Cache != "" && !windowed:
 		read = ReadFast
@@ -143,15 +147,15 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 	case read != ReadFast && read != ReadExact:
 		return nil, fmt.Errorf("%w: Read %d", ErrInvalidArgument, read)
 	}
-	r := ranking{m: m, c: c, limit: opts.Limit, offset: opts.Offset, after: opts.After, asc: opts.Ascending, read: read}
-	fp := fmt.Sprintf("list|%s|%s|%t", c.RecordType, read, opts.Ascending)
+	r := ranking{m: m, c: c, limit: o.Limit, offset: o.Offset, after: o.After, asc: o.Ascending, read: read}
+	fp := fmt.Sprintf("list|%s|%s|%t", c.RecordType, read, o.Ascending)
 	var buckets []bucketing.Bucket
 	switch {
 	case windowed:
 		if c.Bucket == nil {
 			return nil, meta.NotBucketed(c)
 		}
-		if buckets, err = c.Bucket.Between(opts.From, opts.To); err != nil {
+		if buckets, err = c.Bucket.Between(o.From, o.To); err != nil {
 			return nil, err
 		}
 		if len(buckets) > 0 {
@@ -172,7 +176,7 @@ func List[T any](db *gorm.DB, model *T, counter string, opts ListOptions) (*Page
 	if err != nil || !windowed || len(page.Items) == 0 {
 		return page, err
 	}
-	return page, LoadBetween(db, &page.Items, opts.From, opts.To, counter)
+	return page, LoadBetween(db, &page.Items, o.From, o.To, counter)
 }
 
 // ranking is one page of a listing or of Trending, ready to run.

@@ -43,20 +43,26 @@ import (
 // onceRow is one key of AddOnce (the once table's model).
 type onceRow = tables.Once
 
-// OnceOption tunes one AddOnce or AddRefOnce call.
-type OnceOption func(*onceOptions)
+// OnceOptions tunes one AddOnce or AddRefOnce call (their last argument).
+// The zero value keeps the key for Config.OnceExpireAfter, forever by default.
+type OnceOptions struct {
+	// ExpireAfter keeps the key for at least this long (then AddOnce may
+	// apply it again, and the Runner's PruneKeys deletes it). For retries of
+	// a request, it is how long a client may go on retrying it; "one like
+	// per user" keeps keys forever, the default unless
+	// Config.OnceExpireAfter says otherwise (then KeepForever). 0: the
+	// default; negative is ErrInvalidConfig.
+	//
+	//	slotted.AddOnce(db, &post, "views", 1, requestID, slotted.OnceOptions{ExpireAfter: 24 * time.Hour})
+	ExpireAfter time.Duration
 
-type onceOptions struct {
-	ttl     time.Duration
-	forever bool // KeepForever: Config.OnceExpireAfter does not apply (once_read.go)
+	// KeepForever keeps the key until RemoveOnce deletes it, whatever
+	// Config.OnceExpireAfter says: a like, a vote, anything one user may do
+	// once for good. Not with ExpireAfter (ErrInvalidConfig).
+	//
+	//	slotted.AddOnce(db, &post, "likes", 1, "user:7", slotted.OnceOptions{KeepForever: true})
+	KeepForever bool
 }
-
-// ExpireAfter keeps the key for at least ttl (then AddOnce may apply it
-// again, and the Runner's PruneKeys deletes it). For retries of a request,
-// ttl is how long a client may go on retrying it; "one like per user" keeps
-// keys forever, the default unless Config.OnceExpireAfter says otherwise
-// (then KeepForever). ttl must be positive.
-func ExpireAfter(ttl time.Duration) OnceOption { return func(o *onceOptions) { o.ttl = ttl } }
 
 // AddOnce adds delta to a counter, like Add, unless key was applied to this
 // counter before: it returns whether it applied the write now. Retrying an
@@ -72,13 +78,14 @@ func ExpireAfter(ttl time.Duration) OnceOption { return func(o *onceOptions) { o
 //	// INSERT INTO `slotted_counters` (...) VALUES ('posts.likes','42',17,1) ON DUPLICATE KEY UPDATE ...  -- if the key was new
 //	// COMMIT
 //
-// Keys are kept forever unless ExpireAfter is given; an expired key counts as
+// Keys are kept forever unless OnceOptions.ExpireAfter (or
+// Config.OnceExpireAfter) says otherwise; an expired key counts as
 // absent. Inside the caller's transaction AddOnce joins it (the key is
 // recorded only if that transaction commits) and is not retried; outside one
 // concurrent calls share one transaction (once_batch.go), retried as a whole
 // on lock conflicts. A key already applied with another delta is not applied
 // again. A bucketed counter's key guards its total and the bucket of the call.
-func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, opts ...OnceOption) (applied bool, err error) {
+func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, opts ...OnceOptions) (applied bool, err error) {
 	p, err := pluginOf(db)
 	if err != nil {
 		return false, err
@@ -99,7 +106,7 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 }
 
 // AddRefOnce is AddOnce for a counter named by Ref, spread over Config.Slots slots.
-func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOption) (applied bool, err error) {
+func AddRefOnce(db *gorm.DB, ref Ref, delta int64, key string, opts ...OnceOptions) (applied bool, err error) {
 	p, err := pluginOf(db)
 	if err != nil {
 		return false, err
@@ -177,17 +184,16 @@ func checkOnceKey(key string) error {
 
 // onceArgs checks AddOnce's arguments. MinInt64 is refused because
 // RemoveOnce could not subtract it.
-func onceArgs(delta int64, key string, opts []OnceOption) (onceOptions, error) {
-	var o onceOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	if o.ttl < 0 {
-		return o, fmt.Errorf("%w: ExpireAfter(%v)", ErrInvalidConfig, o.ttl)
-	}
-	if delta == math.MinInt64 {
+func onceArgs(delta int64, key string, opts []OnceOptions) (OnceOptions, error) {
+	o, err := optionsOf(opts)
+	switch {
+	case err != nil:
+		return o, err
+	case o.ExpireAfter < 0:
+		return o, fmt.Errorf("%w: OnceOptions.ExpireAfter %v is negative", ErrInvalidConfig, o.ExpireAfter)
+	case o.ExpireAfter > 0 && o.KeepForever:
+		return o, fmt.Errorf("%w: OnceOptions with both ExpireAfter and KeepForever", ErrInvalidConfig)
+	case delta == math.MinInt64:
 		return o, fmt.Errorf("%w: AddOnce's delta %d could not be undone", ErrOverflow, delta)
 	}
 	return o, checkOnceKey(key)

@@ -17,7 +17,7 @@ import (
 
 // Reads of the once table (once.go): "has this user liked it?" for one
 // record or a page of them, and "who liked it?" a page at a time. A key that
-// expired (ExpireAfter, Config.OnceExpireAfter) counts as absent, as it does
+// expired (OnceOptions.ExpireAfter, Config.OnceExpireAfter) counts as absent, as it does
 // for AddOnce. These reads follow the caller's routing: under dbresolver
 // they go to a replica, which may not have the key a user applied a moment
 // ago; pass dbresolver.Write to read your own writes.
@@ -177,20 +177,11 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 	return keys, err
 }
 
-// KeepForever keeps the key until RemoveOnce deletes it, whatever
-// Config.OnceExpireAfter says: a like, a vote, anything one user may do once
-// for good. It overrides an ExpireAfter given before it in the same call.
-//
-//	slotted.AddOnce(db, &post, "likes", 1, "user:7", slotted.KeepForever())
-func KeepForever() OnceOption {
-	return func(o *onceOptions) { o.ttl, o.forever = 0, true }
-}
-
-// expiry is how long a key of this call is kept: ExpireAfter's ttl, else
+// expiry is how long a key of this call is kept: ExpireAfter, else
 // Config.OnceExpireAfter unless KeepForever; 0 is forever.
-func (o onceOptions) expiry(cfg Config) time.Duration {
-	if o.ttl > 0 || o.forever {
-		return o.ttl
+func (o OnceOptions) expiry(cfg Config) time.Duration {
+	if o.ExpireAfter > 0 || o.KeepForever {
+		return o.ExpireAfter
 	}
 	return cfg.OnceExpireAfter
 }

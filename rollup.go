@@ -110,13 +110,17 @@ type RollUpOptions struct {
 //
 //	SELECT id FROM posts WHERE id > ? ORDER BY id LIMIT 500
 //	-- then RollUp on those records
-func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, error) {
+func RollUpAll(db *gorm.DB, model any, opts ...RollUpOptions) (RollUpProgress, error) {
 	var prog RollUpProgress
+	o, err := optionsOf(opts)
+	if err != nil {
+		return prog, err
+	}
 	p, err := pluginOf(db)
 	if err != nil {
 		return prog, err
 	}
-	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "RollUpOptions.BatchSize"); err != nil {
+	if o.BatchSize, err = batchSize(o.BatchSize, 500, "RollUpOptions.BatchSize"); err != nil {
 		return prog, err
 	}
 	m, err := p.models.ModelArg(db, model)
@@ -127,15 +131,15 @@ func RollUpAll(db *gorm.DB, model any, opts RollUpOptions) (RollUpProgress, erro
 	if err != nil {
 		return prog, err
 	}
-	err = keysetPages(db, m, opts.BatchSize, opts.After, nil, func(page reflect.Value, last any) error {
+	err = keysetPages(db, m, o.BatchSize, o.After, nil, func(page reflect.Value, last any) error {
 		if err := p.rollUp(db, m, selected, page); err != nil {
 			return err
 		}
 		prog.Batches++
 		prog.Records += page.Len()
 		prog.Last = last
-		if opts.Progress != nil {
-			opts.Progress(prog)
+		if o.Progress != nil {
+			o.Progress(prog)
 		}
 		return nil
 	})

@@ -36,7 +36,7 @@ type Runner struct {
 	Compact *CompactOptions
 	// RollUp lists models (e.g. &Post{}) whose cache columns RollUpAll refreshes every pass.
 	RollUp []any
-	// PruneKeys deletes AddOnce's expired keys (ExpireAfter) every pass, on the primary, 1000
+	// PruneKeys deletes AddOnce's expired keys (OnceOptions.ExpireAfter) every pass, on the primary, 1000
 	// per statement. Keys without an expiry are never pruned.
 	PruneKeys bool
 	// Buckets, when non-nil, runs MaintainBuckets with these options for each of its Models every
@@ -109,7 +109,7 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 		if ctx.Err() != nil {
 			break
 		}
-		prog, err := RollUpAll(db, model, RollUpOptions{})
+		prog, err := RollUpAll(db, model)
 		pass.RollUp = append(pass.RollUp, prog)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("roll up %T: %w", model, err))

@@ -26,13 +26,17 @@ type SweepOptions struct {
 //
 // Run it only for models whose primary keys are never reused (auto-increment
 // integers, UUIDs): a record created again under a swept id would start at 0.
-func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
+func Sweep(db *gorm.DB, model any, opts ...SweepOptions) (SweepProgress, error) {
 	var prog SweepProgress
+	o, err := optionsOf(opts)
+	if err != nil {
+		return prog, err
+	}
 	p, err := liveOf(db)
 	if err != nil {
 		return prog, err
 	}
-	if opts.BatchSize, err = batchSize(opts.BatchSize, 500, "SweepOptions.BatchSize"); err != nil {
+	if o.BatchSize, err = batchSize(o.BatchSize, 500, "SweepOptions.BatchSize"); err != nil {
 		return prog, err
 	}
 	m, err := p.models.ModelArg(db, model)
@@ -52,7 +56,7 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 		var ids []string
 		q := counters.Table(p.cfg.Table).Distinct("record_id").
 			Where(clause.IN{Column: clause.Column{Name: "record_type"}, Values: types}).
-			Order(keyset.Order(rid)).Limit(opts.BatchSize)
+			Order(keyset.Order(rid)).Limit(o.BatchSize)
 		if after != nil {
 			q = q.Where(keyset.After(rid, after, false))
 		}
@@ -61,7 +65,7 @@ func Sweep(db *gorm.DB, model any, opts SweepOptions) (SweepProgress, error) {
 		}
 		return ids, len(ids), []any{ids[len(ids)-1]}, nil
 	}
-	err = keyset.Walk(session.Context(db), opts.BatchSize, nil, read, func(ids []string, _ []any) error {
+	err = keyset.Walk(session.Context(db), o.BatchSize, nil, read, func(ids []string, _ []any) error {
 		orphans, err := p.maint.Orphans(parents, m, ids)
 		if err != nil {
 			return err

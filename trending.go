@@ -66,8 +66,12 @@ type TrendOptions struct {
 // List's. Cost: one pass over every row of the window's buckets plus a sort
 // of one score per record, as TopBetween (BENCHMARKS.md); compacting closed
 // buckets (MaintainBuckets) keeps that to one row per record and bucket.
-func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (*Page[T], error) {
-	p, _, c, err := rankArgs(db, model, counter, max(opts.Limit, 1), "Trending")
+func Trending[T any](db *gorm.DB, model *T, counter string, opts ...TrendOptions) (*Page[T], error) {
+	o, err := optionsOf(opts)
+	if err != nil {
+		return nil, err
+	}
+	p, _, c, err := rankArgs(db, model, counter, max(o.Limit, 1), "Trending")
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +79,13 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	switch {
 	case c.Bucket == nil:
 		return nil, meta.NotBucketed(c)
-	case opts.Buckets < 1 || opts.Buckets > MaxTrendBuckets:
-		return nil, fmt.Errorf("%w: TrendOptions.Buckets %d (want 1..%d)", ErrInvalidArgument, opts.Buckets, MaxTrendBuckets)
-	case !(opts.HalfLife > 0) || math.IsInf(opts.HalfLife, 1):
-		return nil, fmt.Errorf("%w: TrendOptions.HalfLife %v (want > 0 buckets)", ErrInvalidArgument, opts.HalfLife)
+	case o.Buckets < 1 || o.Buckets > MaxTrendBuckets:
+		return nil, fmt.Errorf("%w: TrendOptions.Buckets %d (want 1..%d)", ErrInvalidArgument, o.Buckets, MaxTrendBuckets)
+	case !(o.HalfLife > 0) || math.IsInf(o.HalfLife, 1):
+		return nil, fmt.Errorf("%w: TrendOptions.HalfLife %v (want > 0 buckets)", ErrInvalidArgument, o.HalfLife)
 	}
-	r := ranking{m: m, c: c, read: ReadExact, limit: opts.Limit, offset: opts.Offset, after: opts.After}
-	r.fingerprint = fmt.Sprintf("trend|%s|%d|%g", c.RecordType, opts.Buckets, opts.HalfLife)
+	r := ranking{m: m, c: c, read: ReadExact, limit: o.Limit, offset: o.Offset, after: o.After}
+	r.fingerprint = fmt.Sprintf("trend|%s|%d|%g", c.RecordType, o.Buckets, o.HalfLife)
 	if err := r.check(); err != nil {
 		return nil, err
 	}
@@ -89,7 +93,7 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	if err != nil {
 		return nil, err
 	}
-	at := opts.At
+	at := o.At
 	switch {
 	case cur != nil && cur.Anchor != 0:
 		at = time.Unix(0, cur.Anchor)
@@ -98,12 +102,12 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	}
 	now := c.Bucket.Of(at)
 	if cur == nil { // later pages keep their anchor, even as retention moves past it
-		if err := c.Bucket.Retained([]bucketing.Bucket{c.Bucket.Back(now, opts.Buckets-1)}, p.cfg.Now()); err != nil {
+		if err := c.Bucket.Retained([]bucketing.Bucket{c.Bucket.Back(now, o.Buckets-1)}, p.cfg.Now()); err != nil {
 			return nil, err
 		}
 	}
 	r.anchor = now.Start.UnixNano()
-	types, weights := trendWeights(c, now, opts.Buckets, opts.HalfLife)
+	types, weights := trendWeights(c, now, o.Buckets, o.HalfLife)
 	r.sub = p.reads.Scores(db, types, weights)
 	page, err := rank(p, db, model, &r)
 	if err != nil {
@@ -117,7 +121,7 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts TrendOptions) (
 	if len(page.Items) == 0 {
 		return page, nil
 	}
-	oldest := c.Bucket.Back(now, opts.Buckets-1)
+	oldest := c.Bucket.Back(now, o.Buckets-1)
 	return page, LoadBetween(db, &page.Items, oldest.Start, now.End, counter)
 }
 

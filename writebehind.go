@@ -120,7 +120,11 @@ type bufEntry struct {
 //	buf, err := slotted.NewBuffer(db, slotted.BufferOptions{Interval: time.Second})
 //	defer buf.Close(context.Background())
 //	buf.Add(&post, "views", 1) // returns at once; written within a second
-func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
+func NewBuffer(db *gorm.DB, opts ...BufferOptions) (*Buffer, error) {
+	o, err := optionsOf(opts)
+	if err != nil {
+		return nil, err
+	}
 	p, err := liveOf(db)
 	if err != nil {
 		return nil, err
@@ -128,27 +132,27 @@ func NewBuffer(db *gorm.DB, opts BufferOptions) (*Buffer, error) {
 	if session.InTx(db) {
 		return nil, fmt.Errorf("%w: a write-behind buffer outlives transactions; pass the DB", ErrInvalidConfig)
 	}
-	if opts.Interval == 0 {
-		opts.Interval = time.Second
+	if o.Interval == 0 {
+		o.Interval = time.Second
 	}
-	if opts.FlushAt == 0 {
-		opts.FlushAt = 1024
+	if o.FlushAt == 0 {
+		o.FlushAt = 1024
 	}
-	if opts.MaxPending == 0 {
-		opts.MaxPending = 100_000
+	if o.MaxPending == 0 {
+		o.MaxPending = 100_000
 	}
-	if opts.FlushTimeout == 0 {
-		opts.FlushTimeout = 30 * time.Second
+	if o.FlushTimeout == 0 {
+		o.FlushTimeout = 30 * time.Second
 	}
-	if opts.Interval < 0 || opts.FlushAt < 1 || opts.MaxPending < 1 || opts.FlushTimeout < 0 {
-		return nil, fmt.Errorf("%w: BufferOptions %+v", ErrInvalidConfig, opts)
+	if o.Interval < 0 || o.FlushAt < 1 || o.MaxPending < 1 || o.FlushTimeout < 0 {
+		return nil, fmt.Errorf("%w: BufferOptions %+v", ErrInvalidConfig, o)
 	}
-	if opts.OnError == nil {
+	if o.OnError == nil {
 		log := db.Logger
-		opts.OnError = func(err error) { log.Error(context.Background(), "slotted: write-behind flush: %v", err) }
+		o.OnError = func(err error) { log.Error(context.Background(), "slotted: write-behind flush: %v", err) }
 	}
 	b := &Buffer{
-		p: p, db: db.Session(&gorm.Session{Context: context.Background()}), opts: opts,
+		p: p, db: db.Session(&gorm.Session{Context: context.Background()}), opts: o,
 		pending: map[Ref]*bufEntry{}, marker: write.NewMarkerAt(write.MarkerNow()),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}

@@ -146,7 +146,7 @@ func BenchmarkCounterCachePaired(b *testing.B) {
 			if err := slotted.CounterCache(db, &BenchTopic{}, "Replies", "replies"); err != nil {
 				b.Fatal(err)
 			}
-			if err := slotted.CounterCache(db, &BenchTopic{}, "TouchReplies", "replies_touch", slotted.Touch()); err != nil {
+			if err := slotted.CounterCache(db, &BenchTopic{}, "TouchReplies", "replies_touch", slotted.CacheOptions{Touch: true}); err != nil {
 				b.Fatal(err)
 			}
 			if err := slotted.CounterCache(db, &BenchTopic{}, "Replies1000", "replies_1000"); err != nil {

@@ -58,7 +58,7 @@ func BenchmarkCompactAll(b *testing.B) {
 				}
 				seedCounters(b, db, "bench.compact", counters, slots)
 				b.StartTimer()
-				prog, err := slotted.CompactAll(db, slotted.CompactOptions{})
+				prog, err := slotted.CompactAll(db)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -466,7 +466,7 @@ func TestBucketRetentionRacingWriters(t *testing.T) {
 			assert.EqualValues(t, 5, n, "%s is not a bucket of recent", r.Type)
 		}
 		// A second run finds nothing more to do.
-		prog, err := slotted.MaintainBuckets(other, &Page{}, slotted.BucketOptions{})
+		prog, err := slotted.MaintainBuckets(other, &Page{})
 		require.NoError(t, err)
 		assert.Zero(t, prog.Expired)
 	}, slotted.Config{Now: sw.Now})
@@ -571,7 +571,7 @@ func TestBucketBadInput(t *testing.T) {
 			"load reversed":  slotted.LoadBetween(db, &[]Page{page}, now, now.Add(-time.Hour)),
 			"ref slots":      slotted.AddRef(db, slotted.Ref{Type: "x", ID: "1", Slots: -1}, 1),
 			"ref slots high": slotted.AddRef(db, slotted.Ref{Type: "x", ID: "1", Slots: slotted.MaxSlots + 1}, 1),
-			"maintain plain": second(slotted.MaintainBuckets(db, &Post{}, slotted.BucketOptions{})),
+			"maintain plain": second(slotted.MaintainBuckets(db, &Post{})),
 		} {
 			assert.ErrorIs(t, err, slotted.ErrInvalidArgument, name)
 		}

@@ -59,7 +59,7 @@ func TestDeadlinesThroughCommit(t *testing.T) {
 				return db.Session(&gorm.Session{SkipDefaultTransaction: true}).Create(&Reply{TopicID: &cacheTopic.ID, Points: 2}).Error
 			}},
 			{"Fix", func(db *gorm.DB) error {
-				_, err := slotted.Fix(db, &Topic{ID: fixTopic.ID}, slotted.FixOptions{})
+				_, err := slotted.Fix(db, &Topic{ID: fixTopic.ID})
 				return err
 			}},
 		}

@@ -241,7 +241,7 @@ func TestCompactAll(t *testing.T) {
 		assert.Positive(t, prog.RowsRemoved)
 		assert.EqualValues(t, len(want), counterRows(t, db), "one row per counter")
 		assert.Less(t, counterRows(t, db), total)
-		prog, err = slotted.CompactAll(db, slotted.CompactOptions{})
+		prog, err = slotted.CompactAll(db)
 		require.NoError(t, err)
 		assert.Zero(t, prog.Counters)
 		for ref, n := range want {

@@ -32,13 +32,13 @@ type Player struct {
 	DeletedAt gorm.DeletedAt `gorm:"index"`
 }
 
-func teamDB(t *testing.T, db *gorm.DB, opts ...slotted.CacheOption) {
+func teamDB(t *testing.T, db *gorm.DB, opts ...slotted.CacheOptions) {
 	t.Helper()
 	require.NoError(t, db.Migrator().DropTable(&Player{}, &Team{}))
 	require.NoError(t, db.AutoMigrate(&Team{}, &Player{}))
 	t.Cleanup(func() { _ = db.Migrator().DropTable(&Player{}, &Team{}) })
 	require.NoError(t, slotted.CounterCache(db, &Team{}, "Roster", "players", opts...))
-	require.NoError(t, slotted.CounterCache(db, &Team{}, "Roster", "points", slotted.Sum("Score")))
+	require.NoError(t, slotted.CounterCache(db, &Team{}, "Roster", "points", slotted.CacheOptions{Sum: "Score"}))
 }
 
 // FixSummary is what FixAll reports: batches, records, drifted counters.
@@ -120,7 +120,7 @@ func TestCompositeKeyCounterCache(t *testing.T) {
 		// Fix repairs changes made behind the plugin's back, and FixAll pages over the composite key.
 		require.NoError(t, db.Exec("INSERT INTO players (org_id, team_slug, score) VALUES (?, ?, ?)", 2, "50%", 100).Error)
 		loaded := []Team{{OrgID: 2, Slug: "50%"}}
-		drifts, err := slotted.Fix(db, &loaded, slotted.FixOptions{})
+		drifts, err := slotted.Fix(db, &loaded)
 		require.NoError(t, err)
 		require.Len(t, drifts, 2)
 		assert.Equal(t, []any{uint(2), "50%"}, drifts[0].Record)
@@ -139,7 +139,7 @@ func TestCompositeKeyCounterCacheTouchAndRefusals(t *testing.T) {
 		require.NoError(t, db.Migrator().DropTable(&Player{}, &Team{}))
 		require.NoError(t, db.AutoMigrate(&Team{}, &Player{}))
 		t.Cleanup(func() { _ = db.Migrator().DropTable(&Player{}, &Team{}) })
-		require.NoError(t, slotted.CounterCache(db, &Team{}, "Roster", "players", slotted.Touch()))
+		require.NoError(t, slotted.CounterCache(db, &Team{}, "Roster", "players", slotted.CacheOptions{Touch: true}))
 		old := time.Now().Add(-time.Hour).Truncate(time.Second)
 		teams := []Team{{OrgID: 1, Slug: "a,b", UpdatedAt: old}, {OrgID: 1, Slug: "a", UpdatedAt: old}}
 		require.NoError(t, db.Create(&teams).Error)

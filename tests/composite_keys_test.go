@@ -225,7 +225,7 @@ func TestCompositeKeySweep(t *testing.T) {
 			require.NoError(t, slotted.Increment(db, &edges[i], "hits"))
 		}
 		require.NoError(t, db.Exec("DELETE FROM edges WHERE src = ? AND dst = ?", "a", "b,c").Error)
-		prog, err = slotted.Sweep(db, &Edge{}, slotted.SweepOptions{})
+		prog, err = slotted.Sweep(db, &Edge{})
 		require.NoError(t, err)
 		assert.Equal(t, slotted.SweepProgress{Checked: 4, Orphans: 1, Rows: 1}, prog)
 		assert.Equal(t, []string{"a%252Cb,c", "a%2Cb,c", "a,b%252Cc"}, recordIDs(t, db, "edges.hits"))

@@ -383,7 +383,7 @@ func TestBadInputToNewCalls(t *testing.T) {
 				return err
 			}},
 			{"List Limit 0", slotted.ErrInvalidArgument, func(db *gorm.DB) error {
-				_, err := slotted.List(db, &Listed{}, "likes", slotted.ListOptions{})
+				_, err := slotted.List(db, &Listed{}, "likes")
 				return err
 			}},
 			{"List bad cursor", slotted.ErrInvalidArgument, func(db *gorm.DB) error {

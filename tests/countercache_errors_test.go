@@ -43,20 +43,20 @@ func TestCounterCacheDeclarationErrors(t *testing.T) {
 			model any
 			assoc string
 			ctr   string
-			opts  []slotted.CacheOption
+			opts  []slotted.CacheOptions
 		}{
 			{"unknown association", slotted.ErrInvalidConfig, &Topic{}, "Comments", "replies", nil},
 			{"unknown counter", slotted.ErrUnknownCounter, &Topic{}, "Replies", "nope", nil},
 			{"already declared", slotted.ErrInvalidConfig, &Topic{}, "Replies", "replies", nil},
-			{"already declared, other options", slotted.ErrInvalidConfig, &Topic{}, "Replies", "replies", []slotted.CacheOption{slotted.Weight(2)}},
+			{"already declared, other options", slotted.ErrInvalidConfig, &Topic{}, "Replies", "replies", []slotted.CacheOptions{{Weight: 2}}},
 			{"already declared, from the belongs-to", slotted.ErrInvalidConfig, &Reply{}, "Topic", "replies", nil},
 			{"many2many", slotted.ErrInvalidConfig, &Group{}, "Members", "members", nil},
 			{"bucketed counter", slotted.ErrInvalidConfig, &Forum{}, "Threads", "threads_daily", nil},
 			{"not a struct", slotted.ErrUnsupportedModel, 42, "Replies", "likes", nil},
-			{"sum of a text column", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOption{slotted.Sum("Body")}},
-			{"sum of no column", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOption{slotted.Sum("Nope")}},
-			{"Match without Where", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOption{slotted.Match(func(*Reply) bool { return true })}},
-			{"Match of another type", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOption{slotted.Where("1 = 1"), slotted.Match(func(*Invoice) bool { return true })}},
+			{"sum of a text column", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOptions{{Sum: "Body"}}},
+			{"sum of no column", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOptions{{Sum: "Nope"}}},
+			{"Match without Where", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOptions{{Match: func(*Reply) bool { return true }}}},
+			{"Match of another type", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOptions{{Where: "1 = 1", Match: func(*Invoice) bool { return true }}}},
 		}
 		for _, c := range cases {
 			err := slotted.CounterCache(db, c.model, c.assoc, c.ctr, c.opts...)
@@ -76,7 +76,7 @@ func TestCounterCacheDeclarationErrors(t *testing.T) {
 		plain, err := gorm.Open(db.Dialector, &gorm.Config{Logger: logger.Discard})
 		require.NoError(t, err)
 		assert.ErrorIs(t, slotted.CounterCache(plain, &Topic{}, "Replies", "replies"), slotted.ErrNotRegistered)
-		_, err = slotted.Fix(plain, &topic, slotted.FixOptions{})
+		_, err = slotted.Fix(plain, &topic)
 		assert.ErrorIs(t, err, slotted.ErrNotRegistered)
 	})
 }
@@ -110,7 +110,7 @@ func TestCounterCacheBadInput(t *testing.T) {
 		assert.Zero(t, n)
 
 		// Fix of a model or counter without a cache, a bad batch size.
-		_, err = slotted.Fix(db, &Post{ID: 1}, slotted.FixOptions{})
+		_, err = slotted.Fix(db, &Post{ID: 1})
 		assert.ErrorIs(t, err, slotted.ErrInvalidConfig)
 		_, err = slotted.Fix(db, &topic, slotted.FixOptions{Counters: []string{"likes"}})
 		assert.ErrorIs(t, err, slotted.ErrInvalidConfig)
@@ -118,9 +118,9 @@ func TestCounterCacheBadInput(t *testing.T) {
 		assert.ErrorIs(t, err, slotted.ErrUnknownCounter)
 		_, err = slotted.FixAll(db, &Topic{}, slotted.FixOptions{BatchSize: -1})
 		assert.ErrorIs(t, err, slotted.ErrInvalidConfig)
-		_, err = slotted.Fix(db, &Topic{}, slotted.FixOptions{})
+		_, err = slotted.Fix(db, &Topic{})
 		assert.ErrorIs(t, err, slotted.ErrMissingPrimaryKey)
-		_, err = slotted.FixAll(db, "topics", slotted.FixOptions{})
+		_, err = slotted.FixAll(db, "topics")
 		assert.ErrorIs(t, err, slotted.ErrUnsupportedModel)
 	})
 }

@@ -57,8 +57,8 @@ func Example_counterCacheConditionAndSum() {
 
 	// Count only published replies (SQL for the database and Fix, Go for new records), and sum points.
 	_ = slotted.CounterCache(db, &Topic{}, "Replies", "published",
-		slotted.Where("published = ?", true), slotted.Match(func(r *Reply) bool { return r.Published }))
-	_ = slotted.CounterCache(db, &Topic{}, "Replies", "points", slotted.Sum("Points"))
+		slotted.CacheOptions{Where: "published = ?", WhereArgs: []any{true}, Match: func(r *Reply) bool { return r.Published }})
+	_ = slotted.CounterCache(db, &Topic{}, "Replies", "points", slotted.CacheOptions{Sum: "Points"})
 
 	topic := Topic{Title: "scores"}
 	db.Create(&topic)
@@ -77,7 +77,7 @@ func Example_counterCacheBelongsTo() {
 	defer done()
 
 	// Declared from the child's side: Invoice belongs to Customer; the sum of totals per customer.
-	_ = slotted.CounterCache(db, &Invoice{}, "Customer", "spent", slotted.Sum("Total"))
+	_ = slotted.CounterCache(db, &Invoice{}, "Customer", "spent", slotted.CacheOptions{Sum: "Total"})
 
 	db.Create(&Customer{ID: "ann"})
 	db.Create(&[]Invoice{{CustomerID: "ann", Total: 30}, {CustomerID: "ann", Total: 12}})
@@ -99,7 +99,7 @@ func Example_fix() {
 	drift, _ := slotted.Fix(db, &topic, slotted.FixOptions{DryRun: true})
 	fmt.Printf("%s: stored %d, actual %d\n", drift[0].Counter, drift[0].Stored, drift[0].Actual)
 
-	prog, _ := slotted.FixAll(db, &Topic{}, slotted.FixOptions{}) // every topic, 100 per transaction
+	prog, _ := slotted.FixAll(db, &Topic{}) // every topic, 100 per transaction
 	fmt.Println(prog.Records, prog.Drifted)
 	n, _ := slotted.Count(db, &topic, "replies")
 	fmt.Println(n)
@@ -125,8 +125,7 @@ func Example_weight() {
 	defer done()
 
 	// A published reply counts 3 (counter_culture's delta_magnitude).
-	_ = slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.Weight(3),
-		slotted.Where("published = ?", true), slotted.Match(func(r *Reply) bool { return r.Published }))
+	_ = slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.CacheOptions{Weight: 3, Where: "published = ?", WhereArgs: []any{true}, Match: func(r *Reply) bool { return r.Published }})
 
 	topic := Topic{Title: "weights"}
 	db.Create(&topic)
@@ -141,7 +140,7 @@ func Example_withDeleted() {
 	defer done()
 
 	// Every reply ever written, soft-deleted or not; and the live ones for comparison.
-	_ = slotted.CounterCache(db, &Topic{}, "Replies", "ever", slotted.WithDeleted())
+	_ = slotted.CounterCache(db, &Topic{}, "Replies", "ever", slotted.CacheOptions{WithDeleted: true})
 	_ = slotted.CounterCache(db, &Topic{}, "Replies", "replies")
 
 	topic := Topic{Title: "history"}
@@ -169,7 +168,7 @@ func Example_touch() {
 	}
 
 	// TouchForum has UpdatedAt: every change of the count sets it, in the same transaction.
-	_ = slotted.CounterCache(db, &TouchForum{}, "Posts", "posts", slotted.Touch())
+	_ = slotted.CounterCache(db, &TouchForum{}, "Posts", "posts", slotted.CacheOptions{Touch: true})
 
 	forum := TouchForum{}
 	db.Create(&forum)
@@ -188,7 +187,7 @@ func Example_sumCounter() {
 		panic(err)
 	}
 	_ = slotted.CounterCache(db, &MLUser{}, "Reviews", "reviews")
-	_ = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews"))
+	_ = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"})
 	acme, other := MLCompany{}, MLCompany{}
 	db.Create(&acme)
 	db.Create(&other)

@@ -69,11 +69,11 @@ func declareCaches(t testing.TB, db *gorm.DB) {
 	t.Helper()
 	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "replies"))
 	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "published",
-		slotted.Where("published = ?", true), slotted.Match(func(r *Reply) bool { return r.Published })))
-	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "popular", slotted.Where("points >= ?", popularPoints)))
-	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "points", slotted.Sum("Points")))
+		slotted.CacheOptions{Where: "published = ?", WhereArgs: []any{true}, Match: func(r *Reply) bool { return r.Published }}))
+	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "popular", slotted.CacheOptions{Where: "points >= ?", WhereArgs: []any{popularPoints}}))
+	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "points", slotted.CacheOptions{Sum: "Points"}))
 	require.NoError(t, slotted.CounterCache(db, &Invoice{}, "Customer", "invoices"))
-	require.NoError(t, slotted.CounterCache(db, &Invoice{}, "Customer", "Spent", slotted.Sum("total")))
+	require.NoError(t, slotted.CounterCache(db, &Invoice{}, "Customer", "Spent", slotted.CacheOptions{Sum: "total"}))
 }
 
 // topicTruth is what a topic's counters must hold: computed from the replies table.
@@ -123,9 +123,8 @@ var extraCaches sync.Map
 // without them: a WithDeleted cache makes a soft delete read its rows again.
 func declareExtraCaches(t testing.TB, db *gorm.DB) {
 	t.Helper()
-	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.Weight(3),
-		slotted.Where("published = ?", true), slotted.Match(func(r *Reply) bool { return r.Published })))
-	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "ever", slotted.WithDeleted(), slotted.Sum("Points"), slotted.Weight(2)))
+	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.CacheOptions{Weight: 3, Where: "published = ?", WhereArgs: []any{true}, Match: func(r *Reply) bool { return r.Published }}))
+	require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "ever", slotted.CacheOptions{WithDeleted: true, Sum: "Points", Weight: 2}))
 	extraCaches.Store(db.Config, true)
 }
 

@@ -21,7 +21,7 @@ func TestCounterCacheMultiLevelMove(t *testing.T) {
 		require.NoError(t, db.Migrator().DropTable(&MLReview{}, &MLUser{}, &MLCompany{}, &MLRegion{}))
 		require.NoError(t, db.AutoMigrate(&MLRegion{}, &MLCompany{}, &MLUser{}, &MLReview{}))
 		require.NoError(t, slotted.CounterCache(db, &MLUser{}, "Reviews", "reviews"))
-		require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews")))
+		require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"}))
 
 		acme, other := MLCompany{}, MLCompany{}
 		require.NoError(t, db.Create(&acme).Error)

@@ -56,16 +56,14 @@ func mlDB(t testing.TB, db *gorm.DB) {
 	require.NoError(t, db.AutoMigrate(&MLRegion{}, &MLCompany{}, &MLUser{}, &MLReview{}))
 	require.NoError(t, slotted.CounterCache(db, &MLUser{}, "Reviews", "reviews"))
 	require.NoError(t, slotted.CounterCache(db, &MLUser{}, "Reviews", "published",
-		slotted.Where("published = ?", true), slotted.Match(func(r *MLReview) bool { return r.Published })))
-	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews")))
-	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "published", slotted.SumCounter("published")))
+		slotted.CacheOptions{Where: "published = ?", WhereArgs: []any{true}, Match: func(r *MLReview) bool { return r.Published }}))
+	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"}))
+	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "published", slotted.CacheOptions{SumCounter: "published"}))
 	// A condition on the intermediate level: reviews of active users only.
-	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "active_reviews", slotted.SumCounter("reviews"),
-		slotted.Where("active = ?", true), slotted.Match(func(u *MLUser) bool { return u.Active })))
+	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "active_reviews", slotted.CacheOptions{SumCounter: "reviews", Where: "active = ?", WhereArgs: []any{true}, Match: func(u *MLUser) bool { return u.Active }}))
 	// Options at the second level: 3 per review, soft-deleted users' reviews too.
-	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "weighted", slotted.SumCounter("reviews"),
-		slotted.Weight(3), slotted.WithDeleted()))
-	require.NoError(t, slotted.CounterCache(db, &MLRegion{}, "Companies", "reviews", slotted.SumCounter("reviews")))
+	require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "weighted", slotted.CacheOptions{SumCounter: "reviews", Weight: 3, WithDeleted: true}))
+	require.NoError(t, slotted.CounterCache(db, &MLRegion{}, "Companies", "reviews", slotted.CacheOptions{SumCounter: "reviews"}))
 }
 
 // requireMLExact checks every counter of every level against the source: a
@@ -234,24 +232,24 @@ func TestCounterCacheMultiLevel(t *testing.T) {
 		// insert) and in the counters themselves.
 		require.NoError(t, db.Exec("INSERT INTO ml_reviews (user_id, published) VALUES (?, ?)", u3.ID, true).Error)
 		require.NoError(t, slotted.Increment(db, c2, "reviews"))
-		drift, err := slotted.Fix(db, &[]MLUser{*u3}, slotted.FixOptions{})
+		drift, err := slotted.Fix(db, &[]MLUser{*u3})
 		require.NoError(t, err)
 		assert.Len(t, drift, 2) // reviews and published of u3
 		drift, err = slotted.Fix(db, &[]MLCompany{*c1, *c2}, slotted.FixOptions{DryRun: true})
 		require.NoError(t, err)
 		assert.Len(t, drift, 5, "%+v", drift) // c1: reviews, published, active, weighted; c2: reviews
-		prog, err := slotted.FixAll(db, &MLCompany{}, slotted.FixOptions{})
+		prog, err := slotted.FixAll(db, &MLCompany{})
 		require.NoError(t, err)
 		assert.Equal(t, 5, prog.Drifted)
-		_, err = slotted.FixAll(db, &MLRegion{}, slotted.FixOptions{})
+		_, err = slotted.FixAll(db, &MLRegion{})
 		require.NoError(t, err)
 		requireMLExact(t, db)
-		drift, err = slotted.Fix(db, &[]MLCompany{*c1, *c2}, slotted.FixOptions{})
+		drift, err = slotted.Fix(db, &[]MLCompany{*c1, *c2})
 		require.NoError(t, err)
 		assert.Empty(t, drift)
 		// Three levels: the region's count joins companies, users and reviews.
 		require.NoError(t, slotted.Increment(db, &regions[1], "reviews"))
-		drift, err = slotted.Fix(db, &regions, slotted.FixOptions{})
+		drift, err = slotted.Fix(db, &regions)
 		require.NoError(t, err)
 		require.Len(t, drift, 1)
 		assert.Equal(t, drift[0].Stored-1, drift[0].Actual)
@@ -265,15 +263,15 @@ func TestCounterCacheMultiLevelErrors(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		require.NoError(t, db.Migrator().DropTable(&MLReview{}, &MLUser{}, &MLCompany{}, &MLRegion{}))
 		require.NoError(t, db.AutoMigrate(&MLRegion{}, &MLCompany{}, &MLUser{}, &MLReview{}))
-		err := slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews"))
+		err := slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"})
 		require.ErrorIs(t, err, slotted.ErrInvalidConfig, "the user counter is not a counter cache yet")
-		err = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("nope"))
+		err = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "nope"})
 		require.ErrorIs(t, err, slotted.ErrUnknownCounter)
 		require.NoError(t, slotted.CounterCache(db, &MLUser{}, "Reviews", "reviews"))
-		err = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews"), slotted.Sum("Active"))
+		err = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews", Sum: "Active"})
 		require.ErrorIs(t, err, slotted.ErrInvalidConfig)
-		require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews")))
-		err = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.SumCounter("reviews"))
+		require.NoError(t, slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"}))
+		err = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"})
 		require.ErrorIs(t, err, slotted.ErrInvalidConfig, "declared twice")
 		err = slotted.CounterCache(db, &MLCompany{}, "Users", "reviews")
 		require.ErrorIs(t, err, slotted.ErrInvalidConfig, "declared twice, another way")
@@ -347,7 +345,7 @@ func TestCounterCacheMultiLevelConcurrent(t *testing.T) {
 		t.Logf("%s: %d statements, %d conflicts retried (create %d, review move %d, delete %d, user move %d, flip %d), %s", dialect(db), ops.Load(), conflicts.Load(),
 			byKind[0].Load(), byKind[1].Load(), byKind[2].Load(), byKind[3].Load(), byKind[4].Load(), time.Since(start).Round(time.Millisecond))
 		requireMLExact(t, db)
-		prog, err := slotted.FixAll(db, &MLCompany{}, slotted.FixOptions{})
+		prog, err := slotted.FixAll(db, &MLCompany{})
 		require.NoError(t, err)
 		assert.Zero(t, prog.Drifted)
 	})

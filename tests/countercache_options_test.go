@@ -70,7 +70,7 @@ func TestCounterCacheWeightWithDeleted(t *testing.T) {
 		require.NoError(t, db.Exec("UPDATE replies SET deleted_at = CURRENT_TIMESTAMP WHERE id = ?", batch[1].ID).Error)
 		require.NoError(t, db.Exec("INSERT INTO replies (topic_id, published, points, body) VALUES (?, ?, ?, 'raw')", a, true, 4).Error)
 		require.NoError(t, db.Exec("DELETE FROM replies WHERE id = ?", batch[0].ID).Error)
-		drift, err := slotted.Fix(db, &[]Topic{{ID: a}, {ID: b}}, slotted.FixOptions{})
+		drift, err := slotted.Fix(db, &[]Topic{{ID: a}, {ID: b}})
 		require.NoError(t, err)
 		got := map[string]int64{}
 		for _, d := range drift {
@@ -86,16 +86,16 @@ func TestCounterCacheWeightWithDeleted(t *testing.T) {
 
 func uintID(id uint) string { return strconv.FormatUint(uint64(id), 10) }
 
-// TestCounterCacheWeightZero: Weight(0) is refused and registers nothing.
+// TestCounterCacheWeightZero: Weight 0, CacheOptions' zero value, counts
+// each child once, as no Weight does.
 func TestCounterCacheWeightZero(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		cacheDB(t, db)
-		err := slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.Weight(0))
-		require.ErrorIs(t, err, slotted.ErrInvalidConfig)
+		require.NoError(t, slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.CacheOptions{Weight: 0}))
 		ids := newTopics(t, db, 1)
-		require.NoError(t, db.Create(&Reply{TopicID: ptr(ids[0]), Published: true}).Error)
+		require.NoError(t, db.Create(&[]Reply{{TopicID: ptr(ids[0])}, {TopicID: ptr(ids[0]), Published: true}}).Error)
 		n, err := slotted.Count(db, &Topic{ID: ids[0]}, "weighted")
 		require.NoError(t, err)
-		assert.Zero(t, n, "not a counter cache")
+		assert.EqualValues(t, 2, n)
 	})
 }

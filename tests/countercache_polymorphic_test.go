@@ -162,10 +162,10 @@ func TestCounterCachePolymorphic(t *testing.T) {
 
 		// Fix repairs a raw insert on video 1 without touching post 1.
 		require.NoError(t, db.Exec("INSERT INTO poly_comments (owner_id, owner_type, body) VALUES (?, 'poly_videos', 'raw')", v.ID).Error)
-		drift, err := slotted.Fix(db, &[]PolyVideo{{ID: v.ID}}, slotted.FixOptions{})
+		drift, err := slotted.Fix(db, &[]PolyVideo{{ID: v.ID}})
 		require.NoError(t, err)
 		assert.Len(t, drift, 1)
-		drift, err = slotted.Fix(db, &[]PolyPost{{ID: p.ID}}, slotted.FixOptions{})
+		drift, err = slotted.Fix(db, &[]PolyPost{{ID: p.ID}})
 		require.NoError(t, err)
 		assert.Empty(t, drift)
 		requirePolyExact(t, db)

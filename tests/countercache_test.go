@@ -407,7 +407,7 @@ func TestFixRepairsUntrackedChanges(t *testing.T) {
 		require.NoError(t, slotted.Table(db).Where("record_type LIKE ?", "topics.%").Where("count = 0").Count(&rows).Error)
 		assert.Zero(t, rows, "Fix leaves one row per counter, none for 0")
 
-		drift, err = slotted.Fix(db, &topics, slotted.FixOptions{})
+		drift, err = slotted.Fix(db, &topics)
 		require.NoError(t, err)
 		assert.Empty(t, drift)
 		assert.EqualValues(t, 3, topics[0].Count, "fields are set to the recomputed values")

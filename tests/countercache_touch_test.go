@@ -32,7 +32,7 @@ func touchDB(t testing.TB, db *gorm.DB) {
 	t.Helper()
 	require.NoError(t, db.Migrator().DropTable(&TouchPost{}, &TouchForum{}))
 	require.NoError(t, db.AutoMigrate(&TouchForum{}, &TouchPost{}))
-	require.NoError(t, slotted.CounterCache(db, &TouchForum{}, "Posts", "posts", slotted.Touch()))
+	require.NoError(t, slotted.CounterCache(db, &TouchForum{}, "Posts", "posts", slotted.CacheOptions{Touch: true}))
 }
 
 // TestCounterCacheTouch: a change of the count sets the parent's updated_at in
@@ -41,7 +41,7 @@ func touchDB(t testing.TB, db *gorm.DB) {
 func TestCounterCacheTouch(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		touchDB(t, db)
-		require.ErrorIs(t, slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.Touch()), slotted.ErrInvalidConfig,
+		require.ErrorIs(t, slotted.CounterCache(db, &Topic{}, "Replies", "weighted", slotted.CacheOptions{Touch: true}), slotted.ErrInvalidConfig,
 			"Topic has no UpdatedAt")
 
 		forums := []TouchForum{{}, {}, {}}
@@ -117,7 +117,7 @@ func TestCounterCacheTouch(t *testing.T) {
 
 		// Fix repairs drift; it does not touch.
 		require.NoError(t, db.Exec("DELETE FROM touch_posts WHERE touch_forum_id = ?", a).Error)
-		drift, err := slotted.Fix(db, &[]TouchForum{{ID: a}, {ID: b}, {ID: c}}, slotted.FixOptions{})
+		drift, err := slotted.Fix(db, &[]TouchForum{{ID: a}, {ID: b}, {ID: c}})
 		require.NoError(t, err)
 		assert.NotEmpty(t, drift)
 		exact(a, b, c)

@@ -38,7 +38,7 @@ func Example_likes() {
 	_ = slotted.LoadApplied(db, &held, "user:3")
 	fmt.Println(one, flags, held[0].Liked, held[1].Liked)
 
-	kept, _ := slotted.AddOnce(db, &stories[1], "likes", 1, "user:4", slotted.KeepForever())
+	kept, _ := slotted.AddOnce(db, &stories[1], "likes", 1, "user:4", slotted.OnceOptions{KeepForever: true})
 	err := slotted.Increment(slotted.MustExist(db), &Story{ID: 999}, "likes")
 	fmt.Println(kept, errors.Is(err, gorm.ErrRecordNotFound))
 

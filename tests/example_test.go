@@ -168,8 +168,8 @@ func Example_expireAfter() {
 	defer done()
 
 	ref := slotted.Ref{Type: "views", ID: "1"}
-	applied, _ := slotted.AddRefOnce(db, ref, 1, "req-1", slotted.ExpireAfter(time.Hour))
-	retried, _ := slotted.AddRefOnce(db, ref, 1, "req-1", slotted.ExpireAfter(time.Hour))
+	applied, _ := slotted.AddRefOnce(db, ref, 1, "req-1", slotted.OnceOptions{ExpireAfter: time.Hour})
+	retried, _ := slotted.AddRefOnce(db, ref, 1, "req-1", slotted.OnceOptions{ExpireAfter: time.Hour})
 	fmt.Println(applied, retried)
 
 	// A Runner with PruneKeys deletes keys whose hour has passed; this one has not.
@@ -505,7 +505,7 @@ func Example_sweep() {
 	_ = slotted.Add(db, &gone, "likes", 3)
 	_ = slotted.Add(db, &kept, "likes", 4)
 	db.Exec("DELETE FROM posts WHERE id = ?", gone.ID) // behind gorm's back: the counter stays
-	prog, err := slotted.Sweep(db, &Post{}, slotted.SweepOptions{})
+	prog, err := slotted.Sweep(db, &Post{})
 	n, _ := slotted.Count(db, &kept, "likes")
 	fmt.Println(err, prog.Checked, prog.Orphans, prog.Rows, n)
 	// Output: <nil> 2 1 1 4
@@ -728,7 +728,7 @@ func Example_maintainBuckets() {
 		now = now.AddDate(0, 0, 1)
 	}
 	now = now.AddDate(0, 0, -1) // the 10th day is today
-	prog, err := slotted.MaintainBuckets(db, &page, slotted.BucketOptions{})
+	prog, err := slotted.MaintainBuckets(db, &page)
 	fmt.Println(err, prog.Compacted, prog.Expired)
 	kept, _ := slotted.CountBetween(db, &page, "recent", now.AddDate(0, 0, -9), now)
 	all, _ := slotted.Count(db, &page, "recent")

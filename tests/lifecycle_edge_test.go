@@ -76,14 +76,14 @@ func TestSweepKeepsSoftDeletedAndRefusesBinaryKeys(t *testing.T) {
 		require.NoError(t, db.Create(&a).Error)
 		require.NoError(t, slotted.Add(db, &a, "likes", 4))
 		require.NoError(t, db.Delete(&a).Error)
-		prog, err := slotted.Sweep(db, &Article{}, slotted.SweepOptions{})
+		prog, err := slotted.Sweep(db, &Article{})
 		require.NoError(t, err)
 		assert.Zero(t, prog.Orphans)
 		n, err := slotted.Count(db, &a, "likes")
 		require.NoError(t, err)
 		assert.EqualValues(t, 4, n, "a soft-deleted record keeps its counters for a restore")
 
-		_, err = slotted.Sweep(db, &BinKeyed{}, slotted.SweepOptions{})
+		_, err = slotted.Sweep(db, &BinKeyed{})
 		require.ErrorIs(t, err, slotted.ErrUnsupportedKey)
 	})
 }

@@ -62,7 +62,7 @@ func TestRollUp(t *testing.T) {
 
 		require.ErrorIs(t, slotted.RollUp(db, &Post{ID: 1}), slotted.ErrInvalidConfig, "Post has no cache columns")
 		require.ErrorIs(t, slotted.RollUp(db, &articles, "nope"), slotted.ErrUnknownCounter)
-		_, err = slotted.RollUpAll(db, &Post{}, slotted.RollUpOptions{})
+		_, err = slotted.RollUpAll(db, &Post{})
 		require.ErrorIs(t, err, slotted.ErrInvalidConfig)
 	})
 }
@@ -181,7 +181,7 @@ func TestSweep(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, n, "record types of other models are not swept")
 
-		prog, err = slotted.Sweep(db, &Post{}, slotted.SweepOptions{})
+		prog, err = slotted.Sweep(db, &Post{})
 		require.NoError(t, err)
 		assert.Zero(t, prog.Orphans)
 
@@ -191,7 +191,7 @@ func TestSweep(t *testing.T) {
 		for i := range docs {
 			require.NoError(t, slotted.Increment(db, &docs[i], "reads"))
 		}
-		prog, err = slotted.Sweep(db, &Doc{}, slotted.SweepOptions{})
+		prog, err = slotted.Sweep(db, &Doc{})
 		require.NoError(t, err)
 		assert.Equal(t, 1, prog.Orphans)
 		_, err = slotted.Sweep(db, &Post{}, slotted.SweepOptions{BatchSize: -1})

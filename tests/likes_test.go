@@ -234,10 +234,10 @@ func TestOnceRetention(t *testing.T) {
 		s := &stories[0]
 		for _, c := range []struct {
 			key  string
-			opts []slotted.OnceOption
+			opts []slotted.OnceOptions
 			live bool // expires_at NULL
-		}{{"default", nil, false}, {"forever", []slotted.OnceOption{slotted.KeepForever()}, true},
-			{"short", []slotted.OnceOption{slotted.ExpireAfter(time.Millisecond)}, false}} {
+		}{{"default", nil, false}, {"forever", []slotted.OnceOptions{{KeepForever: true}}, true},
+			{"short", []slotted.OnceOptions{{ExpireAfter: time.Millisecond}}, false}} {
 			applied, err := slotted.AddOnce(db, s, "likes", 1, c.key, c.opts...)
 			require.NoError(t, err)
 			require.True(t, applied)

@@ -115,7 +115,7 @@ func TestListBruteForce(t *testing.T) {
 				}
 			}
 		}
-		_, err := slotted.RollUpAll(db, &Listed{}, slotted.RollUpOptions{})
+		_, err := slotted.RollUpAll(db, &Listed{})
 		require.NoError(t, err)
 		cached := copyTotals(likes)
 		// Writes after the roll-up: the fast path does not see them, the exact path does.
@@ -191,7 +191,7 @@ func TestListRefusesBadOptions(t *testing.T) {
 		require.NotEmpty(t, first.Next)
 		rec, r := recorded(db)
 		for name, call := range map[string]func() error{
-			"limit 0": func() error { _, err := slotted.List(rec, &Listed{}, "likes", slotted.ListOptions{}); return err },
+			"limit 0": func() error { _, err := slotted.List(rec, &Listed{}, "likes"); return err },
 			"limit too big": func() error {
 				_, err := slotted.List(rec, &Listed{}, "likes", slotted.ListOptions{Limit: slotted.MaxPageSize + 1})
 				return err
@@ -274,7 +274,7 @@ func TestListStableUnderWrites(t *testing.T) {
 				moving = append(moving, recs[i])
 			}
 		}
-		_, err := slotted.RollUpAll(db, &Listed{}, slotted.RollUpOptions{})
+		_, err := slotted.RollUpAll(db, &Listed{})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup

@@ -352,7 +352,7 @@ func TestAddOnceExpiry(t *testing.T) {
 		freshOnce(t, db)
 		ref := slotted.Ref{Type: "views", ID: "1"}
 		before := time.Now()
-		ok, err := slotted.AddRefOnce(db, ref, 1, "live", slotted.ExpireAfter(time.Hour))
+		ok, err := slotted.AddRefOnce(db, ref, 1, "live", slotted.OnceOptions{ExpireAfter: time.Hour})
 		require.NoError(t, err)
 		require.True(t, ok)
 		ok, err = slotted.AddRefOnce(db, ref, 1, "forever")
@@ -373,7 +373,7 @@ func TestAddOnceExpiry(t *testing.T) {
 		require.NoError(t, db.Table(slotted.DefaultOnceTable).CreateInBatches(&expired, 500).Error)
 
 		// An expired key counts as absent before any pruning: applied again, with its new expiry.
-		ok, err = slotted.AddRefOnce(db, slotted.Ref{Type: "views", ID: "3"}, 1, "old:0003", slotted.ExpireAfter(time.Hour))
+		ok, err = slotted.AddRefOnce(db, slotted.Ref{Type: "views", ID: "3"}, 1, "old:0003", slotted.OnceOptions{ExpireAfter: time.Hour})
 		require.NoError(t, err)
 		assert.True(t, ok)
 		removed, err := slotted.RemoveRefOnce(db, slotted.Ref{Type: "views", ID: "4"}, "old:0004")
@@ -439,7 +439,7 @@ func TestAddOnceBadInput(t *testing.T) {
 			_, err = slotted.RemoveRefOnce(db, ref, c.key)
 			assert.ErrorIs(t, err, c.want, "%q", c.key)
 		}
-		_, err := slotted.AddOnce(db, &Post{ID: post.ID}, "likes", 1, "k", slotted.ExpireAfter(-time.Second))
+		_, err := slotted.AddOnce(db, &Post{ID: post.ID}, "likes", 1, "k", slotted.OnceOptions{ExpireAfter: -time.Second})
 		assert.ErrorIs(t, err, slotted.ErrInvalidConfig)
 		_, err = slotted.AddOnce(db, &Post{ID: post.ID}, "likes", math.MinInt64, "k")
 		assert.ErrorIs(t, err, slotted.ErrOverflow, "an add RemoveOnce could not undo")

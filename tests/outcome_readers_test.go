@@ -48,10 +48,10 @@ func TestMarkersInvisibleToReaders(t *testing.T) {
 			assert.NotEqual(t, slotted.MarkerType, c.Type, "diagnose listed a marker: %+v", c)
 		}
 
-		_, err = slotted.CompactAll(db, slotted.CompactOptions{})
+		_, err = slotted.CompactAll(db)
 		require.NoError(t, err)
 		require.NoError(t, db.Exec("DELETE FROM posts WHERE id = ?", posts[2].ID).Error) // raw: its counters become orphans
-		_, err = slotted.Sweep(db, &Post{}, slotted.SweepOptions{})
+		_, err = slotted.Sweep(db, &Post{})
 		require.NoError(t, err)
 		assert.Equal(t, before, markers(), "markers untouched by CompactAll and Sweep")
 

@@ -151,7 +151,7 @@ func TestReplicaSweepKeepsLiveCounters(t *testing.T) {
 		live = append(live, p)
 	}
 	s.fresh.Store(true) // the next replica read (Sweep's first) goes to the replica without lag
-	prog, err := slotted.Sweep(s.app, &Post{}, slotted.SweepOptions{})
+	prog, err := slotted.Sweep(s.app, &Post{})
 	require.NoError(t, err)
 	t.Logf("sweep: %+v", prog)
 
@@ -189,7 +189,7 @@ func TestReplicaRollUpAllAndCompactAllSeePrimary(t *testing.T) {
 		}
 	}
 
-	_, err := slotted.RollUpAll(s.app, &Article{}, slotted.RollUpOptions{})
+	_, err := slotted.RollUpAll(s.app, &Article{})
 	require.NoError(t, err)
 	for _, a := range arts {
 		var col int64
@@ -197,7 +197,7 @@ func TestReplicaRollUpAllAndCompactAllSeePrimary(t *testing.T) {
 		assert.EqualValues(t, 6, col, "article %d created during the lag is rolled up", a.ID)
 	}
 
-	_, err = slotted.CompactAll(s.app, slotted.CompactOptions{})
+	_, err = slotted.CompactAll(s.app)
 	require.NoError(t, err)
 	for _, a := range arts {
 		ref, err := slotted.RefOf(s.app, &a, "likes")

@@ -113,10 +113,10 @@ func TestRoutingReadsThatDecideWrites(t *testing.T) {
 				}
 			}
 		}
-		onPrimaryOnly("Sweep", func(db *gorm.DB) error { _, err := slotted.Sweep(db, &Post{}, slotted.SweepOptions{}); return err }, primaryLog)
-		onPrimaryOnly("CompactAll", func(db *gorm.DB) error { _, err := slotted.CompactAll(db, slotted.CompactOptions{}); return err }, primaryLog)
+		onPrimaryOnly("Sweep", func(db *gorm.DB) error { _, err := slotted.Sweep(db, &Post{}); return err }, primaryLog)
+		onPrimaryOnly("CompactAll", func(db *gorm.DB) error { _, err := slotted.CompactAll(db); return err }, primaryLog)
 		onPrimaryOnly("RollUpAll", func(db *gorm.DB) error {
-			_, err := slotted.RollUpAll(db, &Article{}, slotted.RollUpOptions{})
+			_, err := slotted.RollUpAll(db, &Article{})
 			return err
 		}, primaryLog)
 		onPrimaryOnly("RollUp", func(db *gorm.DB) error { return slotted.RollUp(db, &articles) }, primaryLog)
@@ -127,12 +127,12 @@ func TestRoutingReadsThatDecideWrites(t *testing.T) {
 		named := func(db *gorm.DB) *gorm.DB { return db.Clauses(dbresolver.Use("named")) }
 		require.NoError(t, slotted.AddRef(app, orphan, 5))
 		onPrimaryOnly("Sweep with Use", func(db *gorm.DB) error {
-			_, err := slotted.Sweep(named(db), &Post{}, slotted.SweepOptions{})
+			_, err := slotted.Sweep(named(db), &Post{})
 			return err
 		}, namedLog)
-		onPrimaryOnly("CompactAll with Use", func(db *gorm.DB) error { _, err := slotted.CompactAll(named(db), slotted.CompactOptions{}); return err }, namedLog)
+		onPrimaryOnly("CompactAll with Use", func(db *gorm.DB) error { _, err := slotted.CompactAll(named(db)); return err }, namedLog)
 		onPrimaryOnly("RollUpAll with Use", func(db *gorm.DB) error {
-			_, err := slotted.RollUpAll(named(db), &Article{}, slotted.RollUpOptions{})
+			_, err := slotted.RollUpAll(named(db), &Article{})
 			return err
 		}, namedLog)
 		onPrimaryOnly("Compact with Use", func(db *gorm.DB) error { return slotted.Compact(named(db), &posts[1], "likes") }, namedLog)

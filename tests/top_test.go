@@ -258,7 +258,7 @@ func TestTopUsesTheCacheColumn(t *testing.T) {
 			require.NoError(t, slotted.Add(db, &arts[i], "likes", n))
 			likes[arts[i].ID] = n
 		}
-		_, err := slotted.RollUpAll(db, &Article{}, slotted.RollUpOptions{})
+		_, err := slotted.RollUpAll(db, &Article{})
 		require.NoError(t, err)
 		ids := make([]uint, len(arts))
 		for i, a := range arts {

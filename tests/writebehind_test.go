@@ -204,7 +204,7 @@ func TestBufferBadInput(t *testing.T) {
 		_, err := slotted.NewBuffer(db, slotted.BufferOptions{MaxPending: -1})
 		require.ErrorIs(t, err, slotted.ErrInvalidConfig)
 		require.ErrorIs(t, db.Transaction(func(tx *gorm.DB) error {
-			_, err := slotted.NewBuffer(tx, slotted.BufferOptions{})
+			_, err := slotted.NewBuffer(tx)
 			return err
 		}), slotted.ErrInvalidConfig)
 

@@ -43,13 +43,15 @@ import (
 // (slotted.CounterCache(db, &Comment{}, "Post", "comments")), and the
 // parent's counter. The foreign key comes from gorm's relationship.
 
+// Spec is one declaration's options, built by the root from
+// slotted.CacheOptions (whose fields document them); Match takes an
+// addressable value of MatchType, the child model.
 type Spec struct {
 	Where       *clause.Expr
 	Match       func(reflect.Value) bool
 	MatchType   reflect.Type
 	Sum         string
 	Weight      int64
-	WeightSet   bool
 	WithDeleted bool
 	Touch       bool
 	SumCounter  string // SumCounter: a counter of the child (countercache_multilevel.go)

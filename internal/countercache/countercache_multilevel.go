@@ -31,7 +31,7 @@ import (
 //	type Review  struct { ID uint; UserID uint }
 //
 //	slotted.CounterCache(db, &User{}, "Reviews", "reviews")                               // user ← review
-//	slotted.CounterCache(db, &Company{}, "Users", "reviews", slotted.SumCounter("reviews")) // company ← user's counter
+//	slotted.CounterCache(db, &Company{}, "Users", "reviews", slotted.CacheOptions{SumCounter: "reviews"}) // company ← user's counter
 //
 // Chains go as deep as declared (a region adding up its companies' "reviews").
 //
@@ -64,7 +64,7 @@ import (
 // sumCounterOf checks a SumCounter option and sets cc.through.
 func (p *Caches) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schema, spec Spec) error {
 	if spec.Sum != "" {
-		return fmt.Errorf("%w: SumCounter(%q) and Sum(%q) cannot be combined", errs.ErrInvalidConfig, spec.SumCounter, spec.Sum)
+		return fmt.Errorf("%w: SumCounter %q and Sum %q cannot be combined", errs.ErrInvalidConfig, spec.SumCounter, spec.Sum)
 	}
 	m, err := p.models.OfSchema(db, child)
 	if err != nil {
@@ -75,7 +75,7 @@ func (p *Caches) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schem
 		return err
 	}
 	if p.cacheOf(c) == nil {
-		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s is not a counter cache (declare it first)", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
+		return fmt.Errorf("%w: SumCounter %q: counter %q of %s is not a counter cache (declare it first)", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
 	}
 	cc.through = c
 	p.caches.summed.Store(true) // before registration: a failed one only costs the lookups

@@ -89,16 +89,13 @@ func (p *Caches) Declare(db *gorm.DB, model any, association, counter string, sp
 			return fmt.Errorf("%w: Touch: %s has no autoUpdateTime column (UpdatedAt)", errs.ErrInvalidConfig, parentSchema.Name)
 		}
 	}
-	if spec.WeightSet && spec.Weight == 0 {
-		return fmt.Errorf("%w: Weight(0) counts nothing", errs.ErrInvalidConfig)
-	}
 	if spec.Sum != "" {
 		f := childSchema.LookUpField(spec.Sum)
 		if f == nil || f.DBName == "" {
-			return fmt.Errorf("%w: Sum(%q): not a column of %s", errs.ErrInvalidConfig, spec.Sum, childSchema.Name)
+			return fmt.Errorf("%w: Sum %q: not a column of %s", errs.ErrInvalidConfig, spec.Sum, childSchema.Name)
 		}
 		if _, err := toInt64(reflect.New(f.FieldType).Elem().Interface()); err != nil {
-			return fmt.Errorf("%w: Sum(%q): %s is not an integer column", errs.ErrInvalidConfig, spec.Sum, f.FieldType)
+			return fmt.Errorf("%w: Sum %q: %s is not an integer column", errs.ErrInvalidConfig, spec.Sum, f.FieldType)
 		}
 		cc.sum = f
 	}

@@ -104,7 +104,7 @@ var scenarios = []scenario{
 		must(t, slotted.CompactRef(db, slotted.Ref{Type: "posts.views", ID: "2"}))
 	}},
 	{name: "CompactAll: every counter", vitess: allShards, setup: seed, run: func(t *testing.T, db *gorm.DB) {
-		prog, err := slotted.CompactAll(db, slotted.CompactOptions{})
+		prog, err := slotted.CompactAll(db)
 		must(t, err)
 		if prog.Counters == 0 {
 			t.Fatal("CompactAll compacted nothing")
@@ -184,7 +184,7 @@ var scenarios = []scenario{
 			if prog.Orphans != 2 {
 				t.Fatalf("Sweep found %d orphans, want 2", prog.Orphans)
 			}
-			_, err = slotted.Sweep(db, &Tag{}, slotted.SweepOptions{})
+			_, err = slotted.Sweep(db, &Tag{})
 			must(t, err)
 		}},
 
@@ -251,7 +251,7 @@ var scenarios = []scenario{
 				t.Fatalf("AddOnce call %d applied = %v", i, applied)
 			}
 		}
-		_, err := slotted.AddRefOnce(db, slotted.Ref{Type: "posts.likes", ID: "2"}, 1, "user:7", slotted.ExpireAfter(time.Hour))
+		_, err := slotted.AddRefOnce(db, slotted.Ref{Type: "posts.likes", ID: "2"}, 1, "user:7", slotted.OnceOptions{ExpireAfter: time.Hour})
 		must(t, err)
 		removed, err := slotted.RemoveOnce(db, &Post{ID: 1}, "likes", "user:7")
 		must(t, err)
