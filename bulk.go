@@ -169,6 +169,8 @@ func AddRefs(db *gorm.DB, deltas map[Ref]int64) error {
 // wrapping gorm.ErrMissingWhereClause unless the session allows global updates
 // (db.Session(&gorm.Session{AllowGlobalUpdate: true})). Soft-deleted records
 // are skipped as gorm's queries skip them. In-memory models are not changed.
+// A composite primary key's record_id is computed in the SELECT from its
+// columns, as the scopes' join does (docs/composite-keys.md).
 //
 //	slotted.AddWhere(db.Model(&Post{}).Where("author_id = ?", 7), "views", 1)
 //	// INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`)

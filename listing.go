@@ -34,7 +34,10 @@ import (
 // *gorm.DB (its Preload, soft deletes and auto-fill apply), put back in rank
 // order. The sort key of each item is the value the first statement sorted
 // by, so a cursor names a position in that order, (sort key, primary key),
-// not a row number: the next page starts strictly after it.
+// not a row number: the next page starts strictly after it. A composite key
+// sorts and compares by its columns in order, (a, b) < (?, ?) spelled out
+// where the database needs it (keyset.Before); its cursor carries the
+// record_id, parsed back into the columns.
 //
 // Stability, precisely: a record whose sort key does not change while a
 // client pages through a listing with cursors appears exactly once, in its

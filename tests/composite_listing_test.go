@@ -44,7 +44,9 @@ func (s Seat) key() seatKey { return seatKey{s.Org, s.Handle} }
 // handles here are lower-case ASCII letters, digits, ',' and '%' (and one
 // word starting with a non-ASCII letter), which the three databases'
 // default collations order as their bytes, so Go's string order is theirs.
-func compareSeats(a, b seatKey) int { return cmp.Or(cmp.Compare(a.Org, b.Org), cmp.Compare(a.Handle, b.Handle)) }
+func compareSeats(a, b seatKey) int {
+	return cmp.Or(cmp.Compare(a.Org, b.Org), cmp.Compare(a.Handle, b.Handle))
+}
 
 // seatOrder sorts keys by total, largest first and ties the larger key first (asc: the reverse).
 func seatOrder(keys []seatKey, total func(seatKey) int64, asc bool) []seatKey {
