@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -164,6 +165,8 @@ func AddRefs(db *gorm.DB, deltas map[Ref]int64) error {
 // wrapping gorm.ErrMissingWhereClause unless the session allows global updates
 // (db.Session(&gorm.Session{AllowGlobalUpdate: true})). Soft-deleted records
 // are skipped as gorm's queries skip them. In-memory models are not changed.
+// A composite primary key's record_id is computed in the SELECT from its
+// columns, as the scopes' join does (docs/composite-keys.md).
 //
 //	slotted.AddWhere(db.Model(&Post{}).Where("author_id = ?", 7), "views", 1)
 //	// INSERT INTO `slotted_counters` (`record_type`,`record_id`,`slot`,`count`)
@@ -190,11 +193,8 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	if err := m.Key.Single(m, "AddWhere"); err != nil {
-		return err
-	}
 	if err := m.Key.Sweepable(); err != nil {
-		return fmt.Errorf("%w: AddWhere reads record ids from the %s column", err, m.Key.Column)
+		return fmt.Errorf("%w: AddWhere reads record ids from the %s column", err, strings.Join(m.Key.Columns(), ", "))
 	}
 	if !p.dialect.AddWhereSQL() {
 		return fmt.Errorf("%w: AddWhere on %s", errors.ErrUnsupported, p.dialect.Name)
@@ -205,14 +205,19 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	src := session.WithoutFill(db.Session(&gorm.Session{})).Distinct("?", clause.Column{Table: clause.CurrentTable, Name: m.Key.Column})
+	keyCols := m.Key.ColumnsIn(clause.CurrentTable)
+	sel := []any{strings.TrimSuffix(strings.Repeat("?, ", len(keyCols)), ", ")}
+	for _, col := range keyCols {
+		sel = append(sel, col)
+	}
+	src := session.WithoutFill(db.Session(&gorm.Session{})).Distinct(sel...)
 	// exec runs the INSERT … SELECT of recordType's rows on pool.
 	exec := func(pool gorm.ConnPool, ctx context.Context, recordType string) error {
 		tx := &gorm.DB{Config: db.Config}
 		tx.Statement = &gorm.Statement{DB: tx, ConnPool: pool, Context: ctx, Table: p.cfg.Table, Clauses: map[string]clause.Clause{}}
 		session.Inherit(tx.Statement, db.Statement, false)
 		tx.Statement.AddClause(clause.Insert{Table: clause.Table{Name: p.cfg.Table}})
-		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: recordType, key: m.Key.Column, slots: c.Slots, delta: delta, src: src})
+		tx.Statement.AddClause(insertSelect{d: p.dialect, recordType: recordType, key: m.Key, slots: c.Slots, delta: delta, src: src})
 		tx.Statement.AddClause(addClause(p.dialect, delta))
 		tx.Statement.Build("INSERT", "VALUES", "ON CONFLICT")
 		if tx.Error != nil {
@@ -271,7 +276,7 @@ func conditioned(stmt *gorm.Statement, m *meta.Model) bool {
 type insertSelect struct {
 	d          dialect.Dialect
 	recordType string
-	key        string
+	key        meta.Key
 	slots      int
 	delta      int64
 	src        *gorm.DB
@@ -283,7 +288,16 @@ func (insertSelect) Name() string                   { return "VALUES" }
 func (s insertSelect) MergeClause(c *clause.Clause) { c.Name, c.Expression = "", s } // no "VALUES" keyword
 
 func (s insertSelect) Build(b clause.Builder) {
-	id := clause.Column{Table: srcAlias, Name: s.key}
+	// record_id from the derived table's key columns: the column cast to text,
+	// or a composite key's parts escaped and joined (meta.Key.TextSQL).
+	id := func() {
+		if s.key.Parts == nil {
+			s.d.Text(b, clause.Column{Table: srcAlias, Name: s.key.Column})
+			return
+		}
+		sql, vars := s.key.TextSQL(s.d, srcAlias)
+		clause.Expr{SQL: sql, Vars: vars}.Build(b)
+	}
 	_, _ = b.WriteString("(")
 	for i, col := range []string{"record_type", "record_id", "slot", "count"} {
 		if i > 0 {
@@ -294,7 +308,7 @@ func (s insertSelect) Build(b clause.Builder) {
 	_, _ = b.WriteString(") SELECT ")
 	b.AddVar(b, s.recordType)
 	_, _ = b.WriteString(", ")
-	s.d.Text(b, id)
+	id()
 	_, _ = b.WriteString(", " + s.d.RandomSlot(s.slots) + ", ")
 	s.d.Bigint(b, s.delta)
 	_, _ = b.WriteString(" FROM (")
@@ -302,5 +316,5 @@ func (s insertSelect) Build(b clause.Builder) {
 	_, _ = b.WriteString(") AS ")
 	b.WriteQuoted(srcAlias)
 	_, _ = b.WriteString(" ORDER BY ")
-	s.d.Text(b, id) // key order, as every multi-row write locks
+	id() // key order, as every multi-row write locks
 }

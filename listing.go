@@ -1,19 +1,20 @@
 package slotted
 
 import (
-	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted/internal/bucketing"
+	"github.com/slotted-go/slotted/internal/keyset"
 
 	"github.com/slotted-go/slotted/internal/meta"
 
@@ -33,7 +34,10 @@ import (
 // *gorm.DB (its Preload, soft deletes and auto-fill apply), put back in rank
 // order. The sort key of each item is the value the first statement sorted
 // by, so a cursor names a position in that order, (sort key, primary key),
-// not a row number: the next page starts strictly after it.
+// not a row number: the next page starts strictly after it. A composite key
+// sorts and compares by its columns in order, (a, b) < (?, ?) spelled out
+// where the database needs it (keyset.Before); its cursor carries the
+// record_id, parsed back into the columns.
 //
 // Stability, precisely: a record whose sort key does not change while a
 // client pages through a listing with cursors appears exactly once, in its
@@ -260,41 +264,41 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 		return nil, err
 	}
 	m := r.m
-	if err := m.Key.Single(m, "List"); err != nil {
-		return nil, err
-	}
 	if err := m.Key.Textual(); r.sub != nil && err != nil {
 		return nil, err
 	}
 	db = db.Session(&gorm.Session{}) // two statements from the caller's conditions: neither may see the other's clauses
-	pk := clause.Column{Table: clause.CurrentTable, Name: m.Key.Column}
+	// Ties are broken by the key's columns (a composite key's in order, as
+	// Top does), not by record_id: the database orders and compares them
+	// alike, and an index on (cache column, key columns) serves ReadFast.
+	pk := m.Key.ColumnsIn(clause.CurrentTable)
 	q := session.WithoutFill(db).Model(model)
 	var sort string
 	if r.sub != nil {
 		alias := "slotted_" + identifier(r.c.Name) + "_rank"
 		quoted := q.Statement.Quote(alias)
-		key := "?"
-		if m.Key.Kind != reflect.String {
-			key = "CAST(? AS " + p.dialect.TextType + ")"
-		}
-		q = q.Joins("LEFT JOIN (?) "+quoted+" ON "+quoted+".slotted_id = "+key, r.sub, pk)
+		key, keyVars := m.Key.TextSQL(p.dialect, clause.CurrentTable)
+		q = q.Joins("LEFT JOIN (?) "+quoted+" ON "+quoted+".slotted_id = "+key, append([]any{r.sub}, keyVars...)...)
 		sort = "COALESCE(" + q.Statement.Quote(clause.Column{Table: alias, Name: "slotted_total"}) + ", 0)"
 	} else {
 		sort = q.Statement.Quote(clause.Column{Table: m.Table, Name: r.c.Cache})
 	}
 	if cur != nil {
 		key, _ := m.Key.Parse(cur.ID)
-		lt, le := "<", "<="
+		lt, le, past := "<", "<=", keyset.Before
 		if r.asc {
-			lt, le = ">", ">="
+			lt, le, past = ">", ">=", keyset.After
 		}
-		q = q.Where(clause.Expr{SQL: sort + " " + le + " ? AND (" + sort + " " + lt + " ? OR ? " + lt + " ?)", Vars: []any{cur.Sort, cur.Sort, pk, key}})
+		q = q.Where(clause.Expr{SQL: sort + " " + le + " ? AND (" + sort + " " + lt + " ? OR ?)",
+			Vars: []any{cur.Sort, cur.Sort, past(pk, m.Key.PartsOf(key), p.dialect.RowCompare)}})
 	}
-	q = q.Select("?, "+sort+" AS slotted_sort", pk).
-		Order(clause.OrderBy{Columns: []clause.OrderByColumn{
-			{Column: clause.Column{Name: sort, Raw: true}, Desc: !r.asc, Reorder: true},
-			{Column: pk, Desc: !r.asc},
-		}}).Limit(r.limit + 1).Offset(r.offset)
+	order := []clause.OrderByColumn{{Column: clause.Column{Name: sort, Raw: true}, Desc: !r.asc, Reorder: true}}
+	sel := make([]any, len(pk))
+	for i, col := range pk {
+		order, sel[i] = append(order, clause.OrderByColumn{Column: col, Desc: !r.asc}), col
+	}
+	q = q.Select(strings.Repeat("?, ", len(pk))+sort+" AS slotted_sort", sel...).
+		Order(clause.OrderBy{Columns: order}).Limit(r.limit + 1).Offset(r.offset)
 	rows, err := q.Rows()
 	if q.DryRun { // rendered and logged; an empty page would claim there are no records
 		return nil, ErrDryRun
@@ -308,24 +312,11 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 		sorts = map[string]int64{}
 	)
 	for rows.Next() {
-		kv := reflect.New(m.Key.Type)
-		dest := kv.Interface()
-		var text string
-		if _, scanner := dest.(sql.Scanner); m.Key.Kind == reflect.Interface && !scanner {
-			dest = &text
-		}
 		var s int64
-		if err := rows.Scan(dest, &s); err != nil {
+		key, id, err := m.ScanKey(rows.Scan, &s)
+		if err != nil {
 			rows.Close()
 			return nil, err
-		}
-		id, key := text, any(text)
-		if dest != &text {
-			key = kv.Elem().Interface()
-			if id, err = keyText(m, kv.Elem()); err != nil {
-				rows.Close()
-				return nil, err
-			}
 		}
 		keys, ids = append(keys, key), append(ids, id)
 		sorts[id] = s
@@ -346,7 +337,7 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 		return page, nil
 	}
 	var found []T
-	if err := db.Where(clause.IN{Column: pk, Values: keys}).Limit(-1).Offset(-1).Find(&found).Error; err != nil {
+	if err := db.Where(m.Key.In(clause.CurrentTable, keys)).Limit(-1).Offset(-1).Find(&found).Error; err != nil {
 		return nil, err
 	}
 	byID := make(map[string]int, len(found))
@@ -365,15 +356,4 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 		}
 	}
 	return page, nil
-}
-
-// keyText is the record_id of a scanned primary key value.
-func keyText(m *meta.Model, key reflect.Value) (string, error) {
-	holder := reflect.New(m.Type).Elem()
-	f, ok := meta.Walk(holder, m.Key.Index, true)
-	if !ok {
-		return "", fmt.Errorf("%w: %s: primary key field not settable", ErrUnsupportedModel, m.Type)
-	}
-	f.Set(key)
-	return m.Key.ID(holder)
 }

@@ -41,8 +41,24 @@ func Walk[P any](ctx context.Context, size int, after []any, read func(after []a
 // (a, b) > (?, ?); elsewhere it is spelled out, a > ? OR (a = ? AND b > ?),
 // which MySQL also resolves as a range on the index.
 func After(cols []clause.Column, key []any, rowCompare bool) clause.Expression {
+	return beyond(cols, key, rowCompare, false)
+}
+
+// Before is After for a walk in descending key order (a listing sorted
+// largest first): (a, b) < (?, ?), or a < ? OR (a = ? AND b < ?).
+func Before(cols []clause.Column, key []any, rowCompare bool) clause.Expression {
+	return beyond(cols, key, rowCompare, true)
+}
+
+func beyond(cols []clause.Column, key []any, rowCompare, desc bool) clause.Expression {
+	past := func(c clause.Column, v any) clause.Expression {
+		if desc {
+			return clause.Lt{Column: c, Value: v}
+		}
+		return clause.Gt{Column: c, Value: v}
+	}
 	if len(cols) == 1 {
-		return clause.Gt{Column: cols[0], Value: key[0]}
+		return past(cols[0], key[0])
 	}
 	if rowCompare {
 		sql, vars := "(", make([]any, 0, 2*len(cols))
@@ -53,7 +69,11 @@ func After(cols []clause.Column, key []any, rowCompare bool) clause.Expression {
 			sql += "?"
 			vars = append(vars, c)
 		}
-		sql += ") > ("
+		if desc {
+			sql += ") < ("
+		} else {
+			sql += ") > ("
+		}
 		for i := range key {
 			if i > 0 {
 				sql += ", "
@@ -63,8 +83,8 @@ func After(cols []clause.Column, key []any, rowCompare bool) clause.Expression {
 		return clause.Expr{SQL: sql + ")", Vars: append(vars, key...)}
 	}
 	// a > ? OR (a = ? AND (b > ? OR ...))
-	return clause.Or(clause.Gt{Column: cols[0], Value: key[0]},
-		clause.And(clause.Eq{Column: cols[0], Value: key[0]}, After(cols[1:], key[1:], false)))
+	return clause.Or(past(cols[0], key[0]),
+		clause.And(clause.Eq{Column: cols[0], Value: key[0]}, beyond(cols[1:], key[1:], false, desc)))
 }
 
 // Order is ORDER BY the key's columns, ascending.

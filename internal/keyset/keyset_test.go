@@ -63,6 +63,9 @@ func TestAfterSpellsRowComparisons(t *testing.T) {
 		{After([]clause.Column{a}, []any{1}, true), clause.Gt{Column: a, Value: 1}},
 		{After([]clause.Column{a, b}, []any{1, 2}, true), clause.Expr{SQL: "(?, ?) > (?, ?)", Vars: []any{a, b, 1, 2}}},
 		{After([]clause.Column{a, b}, []any{1, 2}, false), clause.Or(clause.Gt{Column: a, Value: 1}, clause.And(clause.Eq{Column: a, Value: 1}, clause.Gt{Column: b, Value: 2}))},
+		{Before([]clause.Column{a}, []any{1}, true), clause.Lt{Column: a, Value: 1}},
+		{Before([]clause.Column{a, b}, []any{1, 2}, true), clause.Expr{SQL: "(?, ?) < (?, ?)", Vars: []any{a, b, 1, 2}}},
+		{Before([]clause.Column{a, b}, []any{1, 2}, false), clause.Or(clause.Lt{Column: a, Value: 1}, clause.And(clause.Eq{Column: a, Value: 1}, clause.Lt{Column: b, Value: 2}))},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("After = %#v, want %#v", c.got, c.want)

@@ -226,15 +226,6 @@ func (k Key) TextSQL(d dialect.Dialect, table string) (string, []any) {
 	return d.ConcatComma(sqls), vars
 }
 
-// single refuses a composite key in a feature that does not take one yet;
-// what names the feature.
-func (k Key) Single(m *Model, what string) error {
-	if k.Parts != nil {
-		return fmt.Errorf("%w: %s: %s does not support composite primary keys", errs.ErrUnsupportedModel, m.Type, what)
-	}
-	return nil
-}
-
 // IDOf is the record_id of the record whose primary key is parts, in the
 // order of the model's primary-key fields (RefOfKey): each part is converted
 // to its field's type and formatted as the model's records are.
