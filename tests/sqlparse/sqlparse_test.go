@@ -167,7 +167,7 @@ func reopen(t *testing.T, db *gorm.DB, cfg slotted.Config) *gorm.DB {
 // resetSchema drops and recreates the counter table and the models' tables.
 func resetSchema(t *testing.T, db *gorm.DB) {
 	t.Helper()
-	tables := append([]any{slotted.DefaultTable}, models...)
+	tables := append([]any{slotted.DefaultTable, slotted.DefaultOnceTable}, models...) // a key left by an earlier run would make AddOnce a retry
 	must(t, db.Migrator().DropTable(tables...))
 	must(t, slotted.Migrate(db))
 	must(t, db.AutoMigrate(models...))
