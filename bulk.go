@@ -210,7 +210,9 @@ func AddWhere(db *gorm.DB, counter string, delta int64) error {
 	for _, col := range keyCols {
 		sel = append(sel, col)
 	}
-	src := session.WithoutFill(db.Session(&gorm.Session{})).Distinct(sel...)
+	// Rows without a record_id (a zero key part, an id past MaxKeyLen) are
+	// passed over, as Increment would refuse them.
+	src := session.WithoutFill(db.Session(&gorm.Session{})).Distinct(sel...).Where(m.Key.Countable(p.dialect, clause.CurrentTable))
 	// exec runs the INSERT … SELECT of recordType's rows on pool.
 	exec := func(pool gorm.ConnPool, ctx context.Context, recordType string) error {
 		tx := &gorm.DB{Config: db.Config}
@@ -315,6 +317,9 @@ func (s insertSelect) Build(b clause.Builder) {
 	b.AddVar(b, s.src)
 	_, _ = b.WriteString(") AS ")
 	b.WriteQuoted(srcAlias)
+	// Byte order, as every multi-row write sorts (and locks) its rows, whatever
+	// the connection's collation.
 	_, _ = b.WriteString(" ORDER BY ")
-	id() // key order, as every multi-row write locks
+	sql, vars := s.key.TextSQL(s.d, srcAlias)
+	clause.Expr{SQL: s.d.ByteOrder(sql), Vars: vars}.Build(b)
 }

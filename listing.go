@@ -127,7 +127,10 @@ type Page[T any] struct {
 // rows (ReadExact) count as 0. Costs: see ReadExact and ReadFast. Bad options
 // (Limit outside 1..MaxPageSize, a negative Offset, Offset with After, a
 // foreign or malformed cursor, ReadFast on a counter without a cache: column
-// or with a window) are ErrInvalidArgument, and nothing is sent.
+// or with a window) are ErrInvalidArgument, and nothing is sent; two
+// ListOptions values are ErrInvalidConfig, as for every call's options. Rows
+// whose key has no record_id (a zero key part, an id longer than MaxKeyLen)
+// cannot hold counters and are not listed.
 func List[T any](db *gorm.DB, model *T, counter string, opts ...ListOptions) (*Page[T], error) {
 	o, err := optionsOf(opts)
 	if err != nil {
@@ -272,7 +275,7 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 	// Top does), not by record_id: the database orders and compares them
 	// alike, and an index on (cache column, key columns) serves ReadFast.
 	pk := m.Key.ColumnsIn(clause.CurrentTable)
-	q := session.WithoutFill(db).Model(model)
+	q := session.WithoutFill(db).Model(model).Where(m.Key.Countable(p.dialect, clause.CurrentTable))
 	var sort string
 	if r.sub != nil {
 		alias := "slotted_" + identifier(r.c.Name) + "_rank"

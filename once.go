@@ -90,11 +90,11 @@ func AddOnce(db *gorm.DB, model any, counter string, delta int64, key string, op
 	if err != nil {
 		return false, err
 	}
-	c, v, id, err := p.writeTarget(db, model, counter)
+	o, err := onceArgs(delta, key, opts) // before writeTarget, whose MustExist check reads
 	if err != nil {
 		return false, err
 	}
-	o, err := onceArgs(delta, key, opts)
+	c, v, id, err := p.writeTarget(db, model, counter)
 	if err != nil {
 		return false, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -539,4 +540,41 @@ func TestCompositeAddWhere(t *testing.T) {
 		require.EqualValues(t, 4, n)
 		require.Equal(t, before+1, counterRows(t, db))
 	}, slotted.Config{Now: clk.Now})
+}
+
+// Rows whose key has no record_id (a zero part; an id past MaxKeyLen once
+// escaped: 60 '%' become 180 bytes) are passed over by AddWhere and List, as
+// Increment refuses them, instead of failing the statement or (SQLite) being
+// counted under an id no call can name.
+func TestCompositeRowsWithoutRecordID(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		migrateSeats(t, db)
+		long := strings.Repeat("%", 60)
+		require.NoError(t, db.Exec("INSERT INTO seats (org, handle, grp, likes_count) VALUES (0, 'z', 0, 0), (1, ?, 0, 0), (2, 'ok', 0, 0), (3, '', 0, 0)", long).Error)
+		require.NoError(t, slotted.AddWhere(db.Model(&Seat{}).Where("grp = 0"), "shares", 1))
+		var ids []string
+		require.NoError(t, slotted.Table(db).Where("record_type = ?", "seats.shares").Distinct().Pluck("record_id", &ids).Error)
+		assert.Equal(t, []string{"2,ok"}, ids, "only the row with a record_id is counted")
+
+		for _, read := range []slotted.Read{slotted.ReadExact, slotted.ReadFast} {
+			page, err := slotted.List(db, &Seat{}, "likes", slotted.ListOptions{Limit: 10, Read: read})
+			require.NoError(t, err, "%v", read)
+			require.Len(t, page.Items, 1, "%v", read)
+			assert.Equal(t, "ok", page.Items[0].Handle)
+		}
+	})
+}
+
+// AddOnce refuses two OnceOptions before anything is sent, MustExist's read
+// included.
+func TestOnceOptionsRefusedBeforeAnyRead(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		freshOnce(t, db)
+		post := Post{Title: "p"}
+		require.NoError(t, db.Create(&post).Error)
+		rdb, rec := recorded(db)
+		_, err := slotted.AddOnce(slotted.MustExist(rdb), &Post{ID: post.ID}, "likes", 1, "k", slotted.OnceOptions{}, slotted.OnceOptions{})
+		require.ErrorIs(t, err, slotted.ErrInvalidConfig)
+		assert.Empty(t, rec.statements(), "refused before anything is sent")
+	})
 }

@@ -225,6 +225,33 @@ func (d Dialect) ConcatComma(exprs []string) string {
 	return "(" + strings.Join(exprs, " || ',' || ") + ")"
 }
 
+// OctetLength is the length in bytes of a text expression (record_id's
+// limit, MaxKeyLen, is in bytes): LENGTH is bytes on MySQL but characters
+// elsewhere.
+func (d Dialect) OctetLength(expr string) string {
+	switch d.Name {
+	case "mysql":
+		return "LENGTH(" + expr + ")"
+	case "postgres":
+		return "OCTET_LENGTH(" + expr + ")"
+	}
+	return "LENGTH(CAST(" + expr + " AS BLOB))"
+}
+
+// ByteOrder makes a text expression sort by its bytes, the order every
+// multi-row write sorts its rows in (and so locks them in) whatever the
+// connection's collation: a binary cast on MySQL, the "C" collation on
+// PostgreSQL; SQLite compares text by bytes already.
+func (d Dialect) ByteOrder(expr string) string {
+	switch d.Name {
+	case "mysql":
+		return "CAST(" + expr + " AS BINARY)"
+	case "postgres":
+		return expr + ` COLLATE "C"`
+	}
+	return expr
+}
+
 // ShareLock is a locking read's shared lock: LOCK IN SHARE MODE on MySQL and
 // MariaDB (MariaDB has no FOR SHARE before 12.x, but every MySQL and MariaDB
 // has LOCK IN SHARE MODE), FOR SHARE elsewhere.

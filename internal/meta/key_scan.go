@@ -4,9 +4,11 @@ import (
 	"database/sql"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"gorm.io/gorm/clause"
 
+	"github.com/slotted-go/slotted/internal/dialect"
 	"github.com/slotted-go/slotted/internal/errs"
 )
 
@@ -92,4 +94,34 @@ func (m *Model) ScanKey(scan func(dest ...any) error, extra ...any) (any, string
 		return nil, "", fmt.Errorf("%s: %w", m.Type, err)
 	}
 	return values, id, nil
+}
+
+// Countable is the condition a row's key meets when the row has a record_id:
+// no part at its zero value (Key.ID's ErrMissingPrimaryKey) and the record_id
+// at most MaxKeyLen bytes (CheckKey). AddWhere and List filter with it, so a
+// row that every other call refuses is passed over instead of failing the
+// whole statement, or, on SQLite, being counted under an id no call can name.
+func (k Key) Countable(d dialect.Dialect, table string) clause.Expression {
+	parts := k.keyParts()
+	var conds []string
+	var vars []any
+	short := len(parts)*21 <= errs.MaxKeyLen // 20 digits and a comma a part
+	for _, p := range parts {
+		col := clause.Column{Table: table, Name: p.Column}
+		switch {
+		case p.Kind >= reflect.Int && p.Kind <= reflect.Uint64:
+			conds, vars = append(conds, "? <> 0"), append(vars, col)
+		case p.Kind == reflect.String:
+			conds, vars = append(conds, "? <> ''"), append(vars, col)
+			short = false
+		default:
+			short = false
+		}
+	}
+	if !short {
+		id, idVars := k.TextSQL(d, table)
+		conds = append(conds, d.OctetLength(id)+" <= ?")
+		vars = append(append(vars, idVars...), errs.MaxKeyLen)
+	}
+	return clause.Expr{SQL: strings.Join(conds, " AND "), Vars: vars}
 }
