@@ -1,0 +1,370 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted"
+)
+
+// M2Post and M2Tag are the two sides of a many-to-many relationship through
+// gorm's join table m2_post_tags; each counts its join rows.
+type M2Post struct {
+	ID       uint
+	Title    string
+	Tags     []M2Tag `gorm:"many2many:m2_post_tags"`
+	TagCount int64   `gorm:"-" slotted:"tags"`
+}
+
+type M2Tag struct {
+	ID        uint
+	Name      string   `gorm:"size:64"`
+	Posts     []M2Post `gorm:"many2many:m2_post_tags"`
+	PostCount int64    `gorm:"-" slotted:"posts"`
+	Weighted  int64    `gorm:"-" slotted:"weighted"`
+}
+
+// M2PostTag is a Go model of the join table (not given to SetupJoinTable).
+type M2PostTag struct {
+	M2PostID uint `gorm:"primaryKey"`
+	M2TagID  uint `gorm:"primaryKey"`
+}
+
+func (M2PostTag) TableName() string { return "m2_post_tags" }
+
+// M2Note has soft delete: its tags' counts keep a soft-deleted note's join rows.
+type M2Note struct {
+	ID        uint
+	Tags      []M2Label `gorm:"many2many:m2_note_labels"`
+	DeletedAt gorm.DeletedAt
+}
+
+type M2Label struct {
+	ID    uint
+	Notes []M2Note `gorm:"many2many:m2_note_labels"`
+	Count int64    `gorm:"-" slotted:"notes"`
+	Other int64    `gorm:"-" slotted:"other"`
+}
+
+func m2mDB(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	drop := func() { _ = db.Migrator().DropTable("m2_post_tags", &M2Post{}, &M2Tag{}) }
+	drop()
+	require.NoError(t, db.AutoMigrate(&M2Post{}, &M2Tag{}))
+	t.Cleanup(drop)
+	require.NoError(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "posts"))
+	require.NoError(t, slotted.CounterCache(db, &M2Post{}, "Tags", "tags"))
+	require.NoError(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "weighted", slotted.Weight(3)))
+}
+
+// m2mCounts returns every tag's and post's counters next to the join table's counts.
+func m2mCounts(t *testing.T, db *gorm.DB) (got, want map[string]int64) {
+	t.Helper()
+	got, want = map[string]int64{}, map[string]int64{}
+	var tags []M2Tag
+	require.NoError(t, db.Find(&tags).Error)
+	for _, tg := range tags {
+		got[fmt.Sprintf("tag%d", tg.ID)] = tg.PostCount
+		got[fmt.Sprintf("w%d", tg.ID)] = tg.Weighted
+		want[fmt.Sprintf("tag%d", tg.ID)], want[fmt.Sprintf("w%d", tg.ID)] = 0, 0
+	}
+	var posts []M2Post
+	require.NoError(t, db.Find(&posts).Error)
+	for _, p := range posts {
+		got[fmt.Sprintf("post%d", p.ID)] = p.TagCount
+		want[fmt.Sprintf("post%d", p.ID)] = 0
+	}
+	type row struct {
+		ID uint
+		N  int64
+	}
+	var rows []row
+	require.NoError(t, db.Raw("SELECT m2_tag_id AS id, COUNT(*) AS n FROM m2_post_tags GROUP BY m2_tag_id").Scan(&rows).Error)
+	for _, r := range rows {
+		want[fmt.Sprintf("tag%d", r.ID)], want[fmt.Sprintf("w%d", r.ID)] = r.N, 3*r.N
+	}
+	rows = nil
+	require.NoError(t, db.Raw("SELECT m2_post_id AS id, COUNT(*) AS n FROM m2_post_tags GROUP BY m2_post_id").Scan(&rows).Error)
+	for _, r := range rows {
+		want[fmt.Sprintf("post%d", r.ID)] = r.N
+	}
+	return got, want
+}
+
+func assertM2M(t *testing.T, db *gorm.DB, msg string) {
+	t.Helper()
+	got, want := m2mCounts(t, db)
+	assert.Equal(t, want, got, msg)
+}
+
+func tagCount(t *testing.T, db *gorm.DB, tag *M2Tag) int64 {
+	t.Helper()
+	n, err := slotted.Count(db, tag, "posts")
+	require.NoError(t, err)
+	return n
+}
+
+func TestCounterCacheMany2Many(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2mDB(t, db)
+		golang := M2Tag{Name: "go"}
+		require.NoError(t, db.Create(&golang).Error)
+
+		// A nested create: two new tags and an existing one.
+		post := M2Post{Title: "a", Tags: []M2Tag{{Name: "db"}, {Name: "sql"}, golang}}
+		require.NoError(t, db.Create(&post).Error)
+		assertM2M(t, db, "nested create")
+		assert.Equal(t, int64(1), tagCount(t, db, &golang))
+		n, err := slotted.Count(db, &post, "tags")
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), n)
+
+		// Appending a pair already present counts nothing; from either side.
+		require.NoError(t, db.Model(&post).Association("Tags").Append(&golang))
+		require.NoError(t, db.Model(&golang).Association("Posts").Append(&post))
+		assert.Equal(t, int64(1), tagCount(t, db, &golang))
+		assertM2M(t, db, "duplicate append")
+
+		// Append from the tag side, a new post and an existing one.
+		other := M2Post{Title: "b"}
+		require.NoError(t, db.Create(&other).Error)
+		require.NoError(t, db.Model(&golang).Association("Posts").Append(&other, &M2Post{Title: "c"}))
+		assert.Equal(t, int64(3), tagCount(t, db, &golang))
+		assertM2M(t, db, "append")
+
+		// Delete, from both sides.
+		require.NoError(t, db.Model(&golang).Association("Posts").Delete(&other))
+		require.NoError(t, db.Model(&post).Association("Tags").Delete(&post.Tags[0]))
+		assert.Equal(t, int64(2), tagCount(t, db, &golang))
+		assertM2M(t, db, "delete")
+
+		// Replace: adds the new pairs, deletes the others.
+		extra := M2Tag{Name: "extra"}
+		require.NoError(t, db.Create(&extra).Error)
+		require.NoError(t, db.Model(&post).Association("Tags").Replace(&golang, &extra))
+		assertM2M(t, db, "replace")
+		require.NoError(t, db.Model(&extra).Association("Posts").Replace(&other))
+		assertM2M(t, db, "replace from the tag side")
+
+		// Clear.
+		require.NoError(t, db.Model(&post).Association("Tags").Clear())
+		assertM2M(t, db, "clear")
+		n, err = slotted.Count(db, &post, "tags")
+		require.NoError(t, err)
+		assert.Zero(t, n)
+
+		// Deleting a post deletes its join rows and uncounts them.
+		require.NoError(t, db.Model(&post).Association("Tags").Append(&golang, &extra))
+		before := tagCount(t, db, &golang)
+		require.NoError(t, db.Delete(&post).Error)
+		assert.Equal(t, before-1, tagCount(t, db, &golang))
+		var left int64
+		require.NoError(t, db.Table("m2_post_tags").Where("m2_post_id = ?", post.ID).Count(&left).Error)
+		assert.Zero(t, left)
+		assertM2M(t, db, "delete post")
+
+		// A bulk delete of posts by condition, and a tag's delete.
+		p2 := M2Post{Title: "bulk", Tags: []M2Tag{golang, extra}}
+		require.NoError(t, db.Create(&p2).Error)
+		require.NoError(t, db.Where("title = ?", "bulk").Delete(&M2Post{}).Error)
+		assertM2M(t, db, "bulk delete of posts")
+		require.NoError(t, db.Delete(&extra).Error)
+		assertM2M(t, db, "delete tag")
+
+		// A rolled-back transaction leaves every count as it was.
+		gotBefore, _ := m2mCounts(t, db)
+		err = db.Transaction(func(tx *gorm.DB) error {
+			p := M2Post{Title: "rolled back", Tags: []M2Tag{golang, {Name: "new"}}}
+			if err := tx.Create(&p).Error; err != nil {
+				return err
+			}
+			if err := tx.Model(&other).Association("Tags").Clear(); err != nil {
+				return err
+			}
+			if err := tx.Model(&golang).Association("Posts").Append(&other); err != nil {
+				return err
+			}
+			return errors.New("roll back")
+		})
+		require.EqualError(t, err, "roll back")
+		gotAfter, _ := m2mCounts(t, db)
+		assert.Equal(t, gotBefore, gotAfter, "rollback")
+		assertM2M(t, db, "rollback")
+
+		// A plain insert of the join row through a join model (no ON CONFLICT) is counted too.
+		require.NoError(t, db.Table("m2_post_tags").Create(&M2PostTag{M2PostID: other.ID, M2TagID: golang.ID}).Error)
+		assertM2M(t, db, "plain insert")
+		require.Error(t, db.Table("m2_post_tags").Create(&M2PostTag{M2PostID: other.ID, M2TagID: golang.ID}).Error)
+		assertM2M(t, db, "duplicate plain insert fails")
+	})
+}
+
+func TestCounterCacheMany2ManyFix(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2mDB(t, db)
+		tags := []M2Tag{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+		require.NoError(t, db.Create(&tags).Error)
+		for i := range 6 {
+			require.NoError(t, db.Create(&M2Post{Title: fmt.Sprint(i), Tags: tags[:1+i%3]}).Error)
+		}
+		assertM2M(t, db, "created")
+		// Drift: raw SQL the callbacks do not see.
+		require.NoError(t, db.Exec("DELETE FROM m2_post_tags WHERE m2_tag_id = ?", tags[0].ID).Error)
+		var p M2Post
+		require.NoError(t, db.First(&p).Error)
+		require.NoError(t, db.Exec("INSERT INTO m2_post_tags (m2_post_id, m2_tag_id) VALUES (?, ?)", p.ID, tags[2].ID).Error)
+		got, want := m2mCounts(t, db)
+		require.NotEqual(t, want, got)
+
+		drifts, err := slotted.Fix(db, &tags, slotted.FixOptions{DryRun: true})
+		require.NoError(t, err)
+		assert.NotEmpty(t, drifts)
+		for _, d := range drifts {
+			assert.NotEqual(t, d.Stored, d.Actual)
+		}
+		_, err = slotted.Fix(db, &tags, slotted.FixOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), tags[0].PostCount)
+		_, err = slotted.FixAll(db, &M2Post{}, slotted.FixOptions{BatchSize: 4})
+		require.NoError(t, err)
+		assertM2M(t, db, "fixed")
+		drifts, err = slotted.Fix(db, &tags, slotted.FixOptions{DryRun: true})
+		require.NoError(t, err)
+		assert.Empty(t, drifts)
+	})
+}
+
+func TestCounterCacheMany2ManySoftDelete(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		drop := func() { _ = db.Migrator().DropTable("m2_note_labels", &M2Note{}, &M2Label{}) }
+		drop()
+		require.NoError(t, db.AutoMigrate(&M2Note{}, &M2Label{}))
+		t.Cleanup(drop)
+		err := slotted.CounterCache(db, &M2Label{}, "Notes", "notes")
+		require.ErrorIs(t, err, slotted.ErrInvalidConfig, "a soft-deleted far side needs WithDeleted")
+		require.NoError(t, slotted.CounterCache(db, &M2Label{}, "Notes", "notes", slotted.WithDeleted()))
+		label := M2Label{}
+		require.NoError(t, db.Create(&label).Error)
+		notes := []M2Note{{Tags: []M2Label{label}}, {Tags: []M2Label{label}}}
+		require.NoError(t, db.Create(&notes).Error)
+		count := func() int64 {
+			n, err := slotted.Count(db, &label, "notes")
+			require.NoError(t, err)
+			return n
+		}
+		assert.Equal(t, int64(2), count())
+		require.NoError(t, db.Delete(&notes[0]).Error) // soft: the join row stays, counted
+		assert.Equal(t, int64(2), count())
+		require.NoError(t, db.Unscoped().Delete(&notes[0]).Error) // hard: the join row goes
+		assert.Equal(t, int64(1), count())
+		var rows int64
+		require.NoError(t, db.Table("m2_note_labels").Count(&rows).Error)
+		assert.Equal(t, int64(1), rows)
+	})
+}
+
+func TestCounterCacheMany2ManyRefusals(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2mDB(t, db)
+		for name, opts := range map[string][]slotted.CacheOption{
+			"where":      {slotted.Where("name = ?", "x")},
+			"sum":        {slotted.Sum("ID")},
+			"weight0":    {slotted.Weight(0)},
+			"sumCounter": {slotted.SumCounter("tags")},
+		} {
+			err := slotted.CounterCache(db, &M2Label{}, "Notes", "other", append(opts, slotted.WithDeleted())...)
+			assert.ErrorIs(t, err, slotted.ErrInvalidConfig, name)
+		}
+		assert.ErrorIs(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "posts"), slotted.ErrInvalidConfig, "duplicate")
+		assert.ErrorIs(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "nope"), slotted.ErrUnknownCounter)
+
+		// An update of a pair column would move a join row: refused, nothing written.
+		tag := M2Tag{Name: "t"}
+		post := M2Post{Title: "p", Tags: []M2Tag{tag}}
+		require.NoError(t, db.Create(&post).Error)
+		err := db.Model(&M2PostTag{}).Where("m2_post_id = ?", post.ID).Update("m2_post_id", post.ID+100).Error
+		assert.ErrorIs(t, err, slotted.ErrUnsupportedModel)
+		assertM2M(t, db, "refused update")
+		// Join rows from maps cannot be counted: refused.
+		err = db.Model(&M2PostTag{}).Create(map[string]any{"m2_post_id": post.ID, "m2_tag_id": post.Tags[0].ID}).Error
+		assert.ErrorIs(t, err, slotted.ErrUnsupportedModel)
+		assertM2M(t, db, "refused create from a map")
+	})
+}
+
+// TestCounterCacheMany2ManyConcurrent: 48 goroutines append, delete and
+// replace tags of 12 posts among 3 hot tags; every counter equals the join
+// table's count afterwards. Deadlocks (retried) are counted and reported.
+func TestCounterCacheMany2ManyConcurrent(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2mDB(t, db)
+		tags := []M2Tag{{Name: "hot1"}, {Name: "hot2"}, {Name: "hot3"}}
+		require.NoError(t, db.Create(&tags).Error)
+		posts := make([]M2Post, 12)
+		for i := range posts {
+			posts[i].Title = fmt.Sprint(i)
+		}
+		require.NoError(t, db.Create(&posts).Error)
+		const workers, ops = 48, 15
+		var wg sync.WaitGroup
+		var retries, done atomic.Int64
+		deadline := time.Now().Add(2 * time.Minute)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(w), 7))
+				for range ops {
+					post := M2Post{ID: posts[r.IntN(len(posts))].ID}
+					tag := tags[r.IntN(len(tags))]
+					kind := r.IntN(4)
+					for attempt := 0; ; attempt++ {
+						var err error
+						switch kind {
+						case 0:
+							err = db.Model(&post).Association("Tags").Append(&M2Tag{ID: tag.ID})
+						case 1:
+							err = db.Model(&post).Association("Tags").Delete(&M2Tag{ID: tag.ID})
+						case 2:
+							var subset []M2Tag
+							for _, tg := range tags {
+								if r.IntN(2) == 0 {
+									subset = append(subset, M2Tag{ID: tg.ID})
+								}
+							}
+							if len(subset) == 0 {
+								err = db.Model(&post).Association("Tags").Clear()
+							} else {
+								err = db.Model(&post).Association("Tags").Replace(subset)
+							}
+						case 3:
+							err = db.Model(&M2Tag{ID: tag.ID}).Association("Posts").Append(&M2Post{ID: post.ID})
+						}
+						if err == nil {
+							done.Add(1)
+							break
+						}
+						if slotted.ConflictOf(err) == slotted.NoConflict || attempt > 50 || time.Now().After(deadline) {
+							t.Errorf("op %d: %v", kind, err)
+							return
+						}
+						retries.Add(1)
+						time.Sleep(time.Duration(r.IntN(5)) * time.Millisecond)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		t.Logf("%s: %d ops, %d retried after a conflict", dialect(db), done.Load(), retries.Load())
+		assertM2M(t, db, "after the race")
+	})
+}
