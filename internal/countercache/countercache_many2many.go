@@ -331,6 +331,19 @@ func (p *Caches) joinBeforeCreate(db *gorm.DB, jc *joinCaches) {
 			}
 		}
 	}
+	// Every pair is now in the table, inserted above or present. gorm's own
+	// statement would insert nothing, except a present pair that another
+	// transaction deleted since (PostgreSQL's DO NOTHING locks no row), which
+	// it would then insert uncounted; and on MySQL its ON DUPLICATE KEY
+	// UPDATE takes next-key locks on every row, a deadlock with the
+	// neighbouring pairs' inserts. A DO NOTHING insert is therefore replaced
+	// by a statement that does nothing. An upsert that updates columns of
+	// the join model keeps its statement.
+	if c, _ := s.Clauses["ON CONFLICT"].Expression.(clause.OnConflict); c.DoNothing {
+		s.SQL.Reset()
+		s.SQL.WriteString("SELECT 1")
+		s.Vars = nil
+	}
 }
 
 // joinAfterCreate counts a plain INSERT's rows and writes the deltas.
