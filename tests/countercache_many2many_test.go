@@ -307,64 +307,73 @@ func TestCounterCacheMany2ManyRefusals(t *testing.T) {
 func TestCounterCacheMany2ManyConcurrent(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		m2mDB(t, db)
-		tags := []M2Tag{{Name: "hot1"}, {Name: "hot2"}, {Name: "hot3"}}
-		require.NoError(t, db.Create(&tags).Error)
-		posts := make([]M2Post, 12)
-		for i := range posts {
-			posts[i].Title = fmt.Sprint(i)
-		}
-		require.NoError(t, db.Create(&posts).Error)
-		const workers, ops = 48, 15
-		var wg sync.WaitGroup
-		var retries, done atomic.Int64
-		deadline := time.Now().Add(2 * time.Minute)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(w), 7))
-				for range ops {
-					post := M2Post{ID: posts[r.IntN(len(posts))].ID}
-					tag := tags[r.IntN(len(tags))]
-					kind := r.IntN(4)
-					for attempt := 0; ; attempt++ {
-						var err error
-						switch kind {
-						case 0:
-							err = db.Model(&post).Association("Tags").Append(&M2Tag{ID: tag.ID})
-						case 1:
-							err = db.Model(&post).Association("Tags").Delete(&M2Tag{ID: tag.ID})
-						case 2:
-							var subset []M2Tag
-							for _, tg := range tags {
-								if r.IntN(2) == 0 {
-									subset = append(subset, M2Tag{ID: tg.ID})
-								}
-							}
-							if len(subset) == 0 {
-								err = db.Model(&post).Association("Tags").Clear()
-							} else {
-								err = db.Model(&post).Association("Tags").Replace(subset)
-							}
-						case 3:
-							err = db.Model(&M2Tag{ID: tag.ID}).Association("Posts").Append(&M2Post{ID: post.ID})
-						}
-						if err == nil {
-							done.Add(1)
-							break
-						}
-						if slotted.ConflictOf(err) == slotted.NoConflict || attempt > 50 || time.Now().After(deadline) {
-							t.Errorf("op %d: %v", kind, err)
-							return
-						}
-						retries.Add(1)
-						time.Sleep(time.Duration(r.IntN(5)) * time.Millisecond)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		t.Logf("%s: %d ops, %d retried after a conflict", dialect(db), done.Load(), retries.Load())
+		ops, retries := m2mWorkload(t, db)
+		t.Logf("%s: %d ops, %d retried after a conflict", dialect(db), ops, retries)
 		assertM2M(t, db, "after the race")
 	})
+}
+
+// m2mWorkload runs 48 goroutines of 15 random join-row changes each on 12
+// posts and 3 hot tags, retrying lock conflicts (deadlocks, SQLite's busy
+// database) until a deadline; it returns the changes done and the retries.
+func m2mWorkload(t *testing.T, db *gorm.DB) (done, retries int64) {
+	limitConns(t, db)
+	tags := []M2Tag{{Name: "hot1"}, {Name: "hot2"}, {Name: "hot3"}}
+	require.NoError(t, db.Create(&tags).Error)
+	posts := make([]M2Post, 12)
+	for i := range posts {
+		posts[i].Title = fmt.Sprint(i)
+	}
+	require.NoError(t, db.Create(&posts).Error)
+	const workers, ops = 48, 15
+	var wg sync.WaitGroup
+	var nRetries, nDone atomic.Int64
+	deadline := time.Now().Add(2 * time.Minute)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			for range ops {
+				post := M2Post{ID: posts[r.IntN(len(posts))].ID}
+				tag := tags[r.IntN(len(tags))]
+				kind := r.IntN(4)
+				var subset []M2Tag
+				for _, tg := range tags {
+					if r.IntN(2) == 0 {
+						subset = append(subset, M2Tag{ID: tg.ID})
+					}
+				}
+				for attempt := 0; ; attempt++ {
+					var err error
+					switch kind {
+					case 0:
+						err = db.Model(&post).Association("Tags").Append(&M2Tag{ID: tag.ID})
+					case 1:
+						err = db.Model(&post).Association("Tags").Delete(&M2Tag{ID: tag.ID})
+					case 2:
+						if len(subset) == 0 {
+							err = db.Model(&post).Association("Tags").Clear()
+						} else {
+							err = db.Model(&post).Association("Tags").Replace(subset)
+						}
+					case 3:
+						err = db.Model(&M2Tag{ID: tag.ID}).Association("Posts").Append(&M2Post{ID: post.ID})
+					}
+					if err == nil {
+						nDone.Add(1)
+						break
+					}
+					if slotted.ConflictOf(err) == slotted.NoConflict || time.Now().After(deadline) {
+						t.Errorf("op %d: %v", kind, err)
+						return
+					}
+					nRetries.Add(1)
+					time.Sleep(time.Duration(r.IntN(1+min(attempt, 20))) * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nDone.Load(), nRetries.Load()
 }
