@@ -377,3 +377,64 @@ func m2mWorkload(t *testing.T, db *gorm.DB) (done, retries int64) {
 	wg.Wait()
 	return nDone.Load(), nRetries.Load()
 }
+
+// M3Student and M3Course are joined by a Go model of the user's,
+// M3Enrollment, given to gorm with SetupJoinTable.
+type M3Student struct {
+	ID      uint
+	Name    string
+	Courses []M3Course `gorm:"many2many:m3_enrollments"`
+	Count   int64      `gorm:"-" slotted:"courses"`
+}
+
+type M3Course struct {
+	ID       uint
+	Students []M3Student `gorm:"many2many:m3_enrollments"`
+	Count    int64       `gorm:"-" slotted:"students"`
+}
+
+type M3Enrollment struct {
+	M3StudentID uint `gorm:"primaryKey"`
+	M3CourseID  uint `gorm:"primaryKey"`
+	CreatedAt   time.Time
+}
+
+func TestCounterCacheMany2ManyJoinModel(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		drop := func() { _ = db.Migrator().DropTable(&M3Enrollment{}, &M3Student{}, &M3Course{}) }
+		drop()
+		require.NoError(t, db.SetupJoinTable(&M3Student{}, "Courses", &M3Enrollment{}))
+		require.NoError(t, db.SetupJoinTable(&M3Course{}, "Students", &M3Enrollment{}))
+		require.NoError(t, db.AutoMigrate(&M3Student{}, &M3Course{}))
+		t.Cleanup(drop)
+		require.NoError(t, slotted.CounterCache(db, &M3Course{}, "Students", "students"))
+		require.NoError(t, slotted.CounterCache(db, &M3Student{}, "Courses", "courses"))
+
+		course := M3Course{}
+		require.NoError(t, db.Create(&course).Error)
+		students := []M3Student{{Courses: []M3Course{course}}, {Courses: []M3Course{course}}}
+		require.NoError(t, db.Create(&students).Error)
+		require.NoError(t, db.Model(&course).Association("Students").Append(&students[0], &M3Student{Name: "new"}))
+		count := func(model any, name string) int64 {
+			n, err := slotted.Count(db, model, name)
+			require.NoError(t, err)
+			return n
+		}
+		assert.Equal(t, int64(3), count(&course, "students"))
+		assert.Equal(t, int64(1), count(&students[0], "courses"))
+		var e M3Enrollment
+		require.NoError(t, db.First(&e).Error)
+		assert.False(t, e.CreatedAt.IsZero(), "the join model's own columns are written")
+
+		// The join model's own statements are counted too.
+		require.NoError(t, db.Where("m3_student_id = ?", students[1].ID).Delete(&M3Enrollment{}).Error)
+		assert.Equal(t, int64(2), count(&course, "students"))
+		require.NoError(t, db.Create(&M3Enrollment{M3StudentID: students[1].ID, M3CourseID: course.ID}).Error)
+		assert.Equal(t, int64(3), count(&course, "students"))
+		require.NoError(t, db.Delete(&M3Enrollment{M3StudentID: students[1].ID, M3CourseID: course.ID}).Error)
+		assert.Equal(t, int64(2), count(&course, "students"))
+		require.NoError(t, db.Model(&course).Association("Students").Clear())
+		assert.Zero(t, count(&course, "students"))
+		assert.Zero(t, count(&students[0], "courses"))
+	})
+}
