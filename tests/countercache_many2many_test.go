@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -436,5 +437,22 @@ func TestCounterCacheMany2ManyJoinModel(t *testing.T) {
 		require.NoError(t, db.Model(&course).Association("Students").Clear())
 		assert.Zero(t, count(&course, "students"))
 		assert.Zero(t, count(&students[0], "courses"))
+	})
+}
+
+// TestMany2ManyConflictsBaseline runs m2mWorkload on plain gorm (no counter
+// cache) and logs its lock conflicts, for comparison with
+// TestCounterCacheMany2ManyConcurrent's: SLOTTED_M2M_BASELINE=1 to run it.
+func TestMany2ManyConflictsBaseline(t *testing.T) {
+	if os.Getenv("SLOTTED_M2M_BASELINE") == "" {
+		t.Skip("a measurement: SLOTTED_M2M_BASELINE=1")
+	}
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		drop := func() { _ = db.Migrator().DropTable("m2_post_tags", &M2Post{}, &M2Tag{}) }
+		drop()
+		require.NoError(t, db.AutoMigrate(&M2Post{}, &M2Tag{}))
+		t.Cleanup(drop)
+		ops, retries := m2mWorkload(t, db)
+		t.Logf("without the plugin's caches, %s: %d ops, %d retried after a conflict", dialect(db), ops, retries)
 	})
 }
