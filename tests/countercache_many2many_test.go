@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/slotted-go/slotted"
 )
@@ -32,6 +33,14 @@ type M2Tag struct {
 	Posts     []M2Post `gorm:"many2many:m2_post_tags"`
 	PostCount int64    `gorm:"-" slotted:"posts"`
 	Weighted  int64    `gorm:"-" slotted:"weighted"`
+	M2GroupID *uint
+}
+
+// M2Group would add up its tags' post counts: refused (SumCounter over join rows).
+type M2Group struct {
+	ID    uint
+	Tags  []M2Tag
+	Posts int64 `gorm:"-" slotted:"posts"`
 }
 
 // M2PostTag is a Go model of the join table (not given to SetupJoinTable).
@@ -181,6 +190,12 @@ func TestCounterCacheMany2Many(t *testing.T) {
 		require.NoError(t, db.Delete(&extra).Error)
 		assertM2M(t, db, "delete tag")
 
+		// gorm's own deletion of the join rows (Select(clause.Associations)) is counted once.
+		p3 := M2Post{Title: "assoc", Tags: []M2Tag{golang}}
+		require.NoError(t, db.Create(&p3).Error)
+		require.NoError(t, db.Select(clause.Associations).Delete(&p3).Error)
+		assertM2M(t, db, "delete with its associations")
+
 		// A rolled-back transaction leaves every count as it was.
 		gotBefore, _ := m2mCounts(t, db)
 		err = db.Transaction(func(tx *gorm.DB) error {
@@ -281,12 +296,14 @@ func TestCounterCacheMany2ManyRefusals(t *testing.T) {
 			"sum":        {slotted.Sum("ID")},
 			"weight0":    {slotted.Weight(0)},
 			"sumCounter": {slotted.SumCounter("tags")},
+			"touch":      {slotted.Touch()}, // M2Label has no UpdatedAt
 		} {
 			err := slotted.CounterCache(db, &M2Label{}, "Notes", "other", append(opts, slotted.WithDeleted())...)
 			assert.ErrorIs(t, err, slotted.ErrInvalidConfig, name)
 		}
 		assert.ErrorIs(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "posts"), slotted.ErrInvalidConfig, "duplicate")
 		assert.ErrorIs(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "nope"), slotted.ErrUnknownCounter)
+		assert.ErrorIs(t, slotted.CounterCache(db, &M2Group{}, "Tags", "posts", slotted.SumCounter("posts")), slotted.ErrInvalidConfig, "SumCounter over join rows")
 
 		// An update of a pair column would move a join row: refused, nothing written.
 		tag := M2Tag{Name: "t"}

@@ -93,7 +93,8 @@ type cacheOp struct {
 	propagate map[*meta.Counter]map[string]int64
 	// join: the statement writes a many-to-many join table
 	// (countercache_many2many.go); cc is nil.
-	join *joinCaches
+	join     *joinCaches
+	inserted int64 // the join rows a DO NOTHING insert inserted
 	// paired: an "after" image follows (update, upsert); the "before"
 	// images wait in before, and only rows whose image changed count, with
 	// the totals read before the statement (or after it, when totalsLater).

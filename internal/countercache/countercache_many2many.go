@@ -325,6 +325,7 @@ func (p *Caches) joinBeforeCreate(db *gorm.DB, jc *joinCaches) {
 			return
 		}
 		if res.RowsAffected == 1 {
+			op.inserted++
 			if err := jc.contribute(op.deltas, pr, +1); err != nil {
 				_ = db.AddError(err)
 				return
@@ -364,6 +365,12 @@ func (p *Caches) joinAfterCreate(db *gorm.DB) {
 				_ = db.AddError(err)
 				return
 			}
+		}
+	}
+	if op.paired {
+		db.RowsAffected = op.inserted // what was inserted, not what the stand-in statement said
+		if r := db.Statement.Result; r != nil {
+			r.RowsAffected = op.inserted
 		}
 	}
 	if err := p.applyDeltas(db, op.deltas); err != nil {
