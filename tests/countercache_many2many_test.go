@@ -406,9 +406,10 @@ type M3Student struct {
 }
 
 type M3Course struct {
-	ID       uint
-	Students []M3Student `gorm:"many2many:m3_enrollments"`
-	Count    int64       `gorm:"-" slotted:"students"`
+	ID        uint
+	Students  []M3Student `gorm:"many2many:m3_enrollments"`
+	Count     int64       `gorm:"-" slotted:"students"`
+	UpdatedAt time.Time
 }
 
 type M3Enrollment struct {
@@ -425,11 +426,12 @@ func TestCounterCacheMany2ManyJoinModel(t *testing.T) {
 		require.NoError(t, db.SetupJoinTable(&M3Course{}, "Students", &M3Enrollment{}))
 		require.NoError(t, db.AutoMigrate(&M3Student{}, &M3Course{}))
 		t.Cleanup(drop)
-		require.NoError(t, slotted.CounterCache(db, &M3Course{}, "Students", "students"))
+		require.NoError(t, slotted.CounterCache(db, &M3Course{}, "Students", "students", slotted.Touch()))
 		require.NoError(t, slotted.CounterCache(db, &M3Student{}, "Courses", "courses"))
 
 		course := M3Course{}
 		require.NoError(t, db.Create(&course).Error)
+		time.Sleep(20 * time.Millisecond) // Touch moves UpdatedAt past this (MySQL stores milliseconds)
 		students := []M3Student{{Courses: []M3Course{course}}, {Courses: []M3Course{course}}}
 		require.NoError(t, db.Create(&students).Error)
 		require.NoError(t, db.Model(&course).Association("Students").Append(&students[0], &M3Student{Name: "new"}))
@@ -440,6 +442,9 @@ func TestCounterCacheMany2ManyJoinModel(t *testing.T) {
 		}
 		assert.Equal(t, int64(3), count(&course, "students"))
 		assert.Equal(t, int64(1), count(&students[0], "courses"))
+		var touched M3Course
+		require.NoError(t, db.First(&touched, course.ID).Error)
+		assert.True(t, touched.UpdatedAt.After(course.UpdatedAt), "Touch")
 		var e M3Enrollment
 		require.NoError(t, db.First(&e).Error)
 		assert.False(t, e.CreatedAt.IsZero(), "the join model's own columns are written")
@@ -451,6 +456,10 @@ func TestCounterCacheMany2ManyJoinModel(t *testing.T) {
 		assert.Equal(t, int64(3), count(&course, "students"))
 		require.NoError(t, db.Delete(&M3Enrollment{M3StudentID: students[1].ID, M3CourseID: course.ID}).Error)
 		assert.Equal(t, int64(2), count(&course, "students"))
+		// An upsert of the join model that updates its columns: only the new pair counts.
+		upsert := []M3Enrollment{{M3StudentID: students[0].ID, M3CourseID: course.ID}, {M3StudentID: students[1].ID, M3CourseID: course.ID}}
+		require.NoError(t, db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&upsert).Error)
+		assert.Equal(t, int64(3), count(&course, "students"))
 		require.NoError(t, db.Model(&course).Association("Students").Clear())
 		assert.Zero(t, count(&course, "students"))
 		assert.Zero(t, count(&students[0], "courses"))

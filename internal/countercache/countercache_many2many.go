@@ -312,25 +312,32 @@ func (p *Caches) joinBeforeCreate(db *gorm.DB, jc *joinCaches) {
 	// Hooks ran already on these structs (gorm:before_create); gorm's own
 	// statement, which follows, then finds every row present.
 	tx := session.Routed(db).Session(&gorm.Session{SkipHooks: true}).Set(joinInsertKey, true)
-	for _, pr := range pairs {
-		q := tx.Table(jc.table)
-		if p.dialect.InsertIgnore {
-			q = q.Clauses(clause.Insert{Modifier: "IGNORE"})
-		} else {
-			q = q.Clauses(clause.OnConflict{DoNothing: true})
+	conflict, _ := s.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
+	present, err := p.insertPairs(tx, jc, op, pairs)
+	// An upsert that updates the join model's columns keeps gorm's statement,
+	// which would insert, uncounted, a present pair that another transaction
+	// deletes before it runs. MySQL's INSERT IGNORE has locked the present rows
+	// already (shared, as a duplicate key does); PostgreSQL's DO NOTHING has
+	// not: they are locked here, and one deleted meanwhile is inserted again.
+	for try := 0; err == nil && len(present) > 0 && !conflict.DoNothing && !p.dialect.InsertIgnore && p.dialect.LockingReads; try++ {
+		var locked []pair
+		if locked, err = p.readPairs(db, jc, nil, true, func(q *gorm.DB) *gorm.DB { return q.Where(jc.pairsCondition(present)) }); err != nil {
+			break
 		}
-		res := q.Create(pr.elem.Addr().Interface())
-		if res.Error != nil {
-			_ = db.AddError(res.Error)
-			return
+		still := map[[2]string]bool{}
+		for _, pr := range locked {
+			still[pr.ids] = true
 		}
-		if res.RowsAffected == 1 {
-			op.inserted++
-			if err := jc.contribute(op.deltas, pr, +1); err != nil {
-				_ = db.AddError(err)
-				return
-			}
+		gone := slices.DeleteFunc(present, func(pr pair) bool { return still[pr.ids] })
+		if len(gone) > 0 && try >= 10 {
+			err = fmt.Errorf("slotted: join rows of %s deleted and re-created concurrently too often", jc.table)
+			break
 		}
+		present, err = p.insertPairs(tx, jc, op, gone)
+	}
+	if err != nil {
+		_ = db.AddError(err)
+		return
 	}
 	// Every pair is now in the table, inserted above or present. gorm's own
 	// statement would insert nothing, except a present pair that another
@@ -340,11 +347,37 @@ func (p *Caches) joinBeforeCreate(db *gorm.DB, jc *joinCaches) {
 	// neighbouring pairs' inserts. A DO NOTHING insert is therefore replaced
 	// by a statement that does nothing. An upsert that updates columns of
 	// the join model keeps its statement.
-	if c, _ := s.Clauses["ON CONFLICT"].Expression.(clause.OnConflict); c.DoNothing {
+	if conflict.DoNothing {
 		s.SQL.Reset()
 		s.SQL.WriteString("SELECT 1")
 		s.Vars = nil
 	}
+}
+
+// insertPairs inserts each pair by itself unless present, in key order,
+// counting the ones inserted; it returns the pairs that were present.
+func (p *Caches) insertPairs(tx *gorm.DB, jc *joinCaches, op *cacheOp, pairs []pair) (present []pair, err error) {
+	for _, pr := range pairs {
+		q := tx.Table(jc.table)
+		if p.dialect.InsertIgnore {
+			q = q.Clauses(clause.Insert{Modifier: "IGNORE"})
+		} else {
+			q = q.Clauses(clause.OnConflict{DoNothing: true})
+		}
+		res := q.Create(pr.elem.Addr().Interface())
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected != 1 {
+			present = append(present, pr)
+			continue
+		}
+		op.inserted++
+		if err := jc.contribute(op.deltas, pr, +1); err != nil {
+			return nil, err
+		}
+	}
+	return present, nil
 }
 
 // joinAfterCreate counts a plain INSERT's rows and writes the deltas.
