@@ -482,3 +482,42 @@ func TestMany2ManyConflictsBaseline(t *testing.T) {
 		t.Logf("without the plugin's caches, %s: %d ops, %d retried after a conflict", dialect(db), ops, retries)
 	})
 }
+
+// M2User follows other users through a self-referential join table: both
+// columns name users.
+type M2User struct {
+	ID        uint
+	Following []*M2User `gorm:"many2many:m2_follows;joinForeignKey:UserID;joinReferences:FolloweeID"`
+	Count     int64     `gorm:"-" slotted:"following"`
+}
+
+func TestCounterCacheMany2ManySelf(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		drop := func() { _ = db.Migrator().DropTable("m2_follows", &M2User{}) }
+		drop()
+		require.NoError(t, db.AutoMigrate(&M2User{}))
+		t.Cleanup(drop)
+		require.NoError(t, slotted.CounterCache(db, &M2User{}, "Following", "following"))
+		users := []M2User{{}, {}, {}}
+		for i := range users {
+			require.NoError(t, db.Create(&users[i]).Error)
+		}
+		count := func(u *M2User) int64 {
+			n, err := slotted.Count(db, u, "following")
+			require.NoError(t, err)
+			return n
+		}
+		require.NoError(t, db.Model(&users[0]).Association("Following").Append(&users[1], &users[2]))
+		require.NoError(t, db.Model(&users[1]).Association("Following").Append(&users[2]))
+		assert.Equal(t, []int64{2, 1, 0}, []int64{count(&users[0]), count(&users[1]), count(&users[2])})
+		// Deleting user 2 deletes the rows that follow it and the rows it follows.
+		require.NoError(t, db.Delete(&users[2]).Error)
+		assert.Equal(t, []int64{1, 0}, []int64{count(&users[0]), count(&users[1])})
+		var rows int64
+		require.NoError(t, db.Table("m2_follows").Count(&rows).Error)
+		assert.Equal(t, int64(1), rows)
+		drifts, err := slotted.Fix(db, users[:2], slotted.FixOptions{DryRun: true})
+		require.NoError(t, err)
+		assert.Empty(t, drifts)
+	})
+}
