@@ -221,6 +221,16 @@ func TestCounterCacheMany2Many(t *testing.T) {
 		assertM2M(t, db, "plain insert")
 		require.Error(t, db.Table("m2_post_tags").Create(&M2PostTag{M2PostID: other.ID, M2TagID: golang.ID}).Error)
 		assertM2M(t, db, "duplicate plain insert fails")
+
+		// Without gorm's default transaction the plugin opens one per statement it reads for.
+		skip := db.Session(&gorm.Session{SkipDefaultTransaction: true})
+		p4 := M2Post{Title: "skip", Tags: []M2Tag{golang, {Name: "skip"}}}
+		require.NoError(t, skip.Create(&p4).Error)
+		require.NoError(t, skip.Model(&p4).Association("Tags").Append(&M2Tag{Name: "skip2"}))
+		require.NoError(t, skip.Model(&p4).Association("Tags").Delete(&golang))
+		assertM2M(t, db, "SkipDefaultTransaction")
+		require.NoError(t, skip.Delete(&p4).Error)
+		assertM2M(t, db, "SkipDefaultTransaction delete")
 	})
 }
 

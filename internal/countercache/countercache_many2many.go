@@ -431,9 +431,9 @@ func (p *Caches) joinBeforeChange(db *gorm.DB, jc *joinCaches) {
 		conds = append(conds, clause.AndConditions(w))
 	}
 	var keyed []pair
+	fa, fb := s.Schema.LookUpField(jc.cols[0]), s.Schema.LookUpField(jc.cols[1])
 	addKeys := func(v reflect.Value) {
 		meta.EachStruct(v, func(r reflect.Value) {
-			fa, fb := s.Schema.LookUpField(jc.cols[0]), s.Schema.LookUpField(jc.cols[1])
 			a, za := fa.ValueOf(s.Context, r)
 			b, zb := fb.ValueOf(s.Context, r)
 			if !za && !zb {
