@@ -51,15 +51,18 @@ type M2PostTag struct {
 
 func (M2PostTag) TableName() string { return "m2_post_tags" }
 
-// M2Note has soft delete: its tags' counts keep a soft-deleted note's join rows.
+// M2Note has soft delete: its labels' counts leave out a soft-deleted note's
+// join rows, unless WithDeleted.
 type M2Note struct {
 	ID        uint
+	Title     string    `gorm:"size:64"`
 	Tags      []M2Label `gorm:"many2many:m2_note_labels"`
 	DeletedAt gorm.DeletedAt
 }
 
 type M2Label struct {
 	ID    uint
+	Name  string   `gorm:"size:64"`
 	Notes []M2Note `gorm:"many2many:m2_note_labels"`
 	Count int64    `gorm:"-" slotted:"notes"`
 	Other int64    `gorm:"-" slotted:"other"`
@@ -269,32 +272,143 @@ func TestCounterCacheMany2ManyFix(t *testing.T) {
 	})
 }
 
+func m2NotesDB(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	drop := func() { _ = db.Migrator().DropTable("m2_note_labels", &M2Note{}, &M2Label{}) }
+	drop()
+	require.NoError(t, db.AutoMigrate(&M2Note{}, &M2Label{}))
+	t.Cleanup(drop)
+	require.NoError(t, slotted.CounterCache(db, &M2Label{}, "Notes", "notes"))                        // live notes
+	require.NoError(t, slotted.CounterCache(db, &M2Label{}, "Notes", "other", slotted.WithDeleted())) // all notes
+}
+
+// noteCounts returns every label's two counters next to the join table's counts.
+func noteCounts(t *testing.T, db *gorm.DB) (got, want map[uint][2]int64) {
+	t.Helper()
+	var labels []M2Label
+	require.NoError(t, db.Find(&labels).Error)
+	got, want = map[uint][2]int64{}, map[uint][2]int64{}
+	for _, l := range labels {
+		got[l.ID] = [2]int64{l.Count, l.Other}
+		var live, all int64
+		require.NoError(t, db.Table("m2_note_labels").Joins("JOIN m2_notes ON m2_notes.id = m2_note_labels.m2_note_id").
+			Where("m2_label_id = ? AND m2_notes.deleted_at IS NULL", l.ID).Count(&live).Error)
+		require.NoError(t, db.Table("m2_note_labels").Where("m2_label_id = ?", l.ID).Count(&all).Error)
+		want[l.ID] = [2]int64{live, all}
+	}
+	return got, want
+}
+
+func assertNotes(t *testing.T, db *gorm.DB, msg string) {
+	t.Helper()
+	got, want := noteCounts(t, db)
+	assert.Equal(t, want, got, msg)
+}
+
 func TestCounterCacheMany2ManySoftDelete(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
-		drop := func() { _ = db.Migrator().DropTable("m2_note_labels", &M2Note{}, &M2Label{}) }
-		drop()
-		require.NoError(t, db.AutoMigrate(&M2Note{}, &M2Label{}))
-		t.Cleanup(drop)
-		err := slotted.CounterCache(db, &M2Label{}, "Notes", "notes")
-		require.ErrorIs(t, err, slotted.ErrInvalidConfig, "a soft-deleted far side needs WithDeleted")
-		require.NoError(t, slotted.CounterCache(db, &M2Label{}, "Notes", "notes", slotted.WithDeleted()))
-		label := M2Label{}
+		m2NotesDB(t, db)
+		label := M2Label{Name: "l"}
 		require.NoError(t, db.Create(&label).Error)
-		notes := []M2Note{{Tags: []M2Label{label}}, {Tags: []M2Label{label}}}
+		notes := []M2Note{{Title: "0", Tags: []M2Label{label}}, {Title: "1", Tags: []M2Label{label}}, {Title: "2"}}
 		require.NoError(t, db.Create(&notes).Error)
-		count := func() int64 {
-			n, err := slotted.Count(db, &label, "notes")
-			require.NoError(t, err)
-			return n
+		count := func() [2]int64 {
+			var l M2Label
+			require.NoError(t, db.First(&l, label.ID).Error)
+			return [2]int64{l.Count, l.Other}
 		}
-		assert.Equal(t, int64(2), count())
-		require.NoError(t, db.Delete(&notes[0]).Error) // soft: the join row stays, counted
-		assert.Equal(t, int64(2), count())
+		assert.Equal(t, [2]int64{2, 2}, count())
+		require.NoError(t, db.Delete(&notes[0]).Error) // soft: the join row stays; not counted unless WithDeleted
+		assert.Equal(t, [2]int64{1, 2}, count())
+		assertNotes(t, db, "soft delete")
+		require.NoError(t, db.Unscoped().Model(&M2Note{}).Where("id = ?", notes[0].ID).Update("deleted_at", nil).Error) // restore
+		assert.Equal(t, [2]int64{2, 2}, count())
+		require.NoError(t, db.Delete(&notes[0]).Error)
+		// Join rows of a soft-deleted note: counted by WithDeleted only.
+		require.NoError(t, db.Model(&label).Association("Notes").Append(&M2Note{ID: notes[2].ID, Title: "2"}))
+		require.NoError(t, db.Unscoped().Model(&notes[0]).Association("Tags").Append(&label))
+		assertNotes(t, db, "append")
+		require.NoError(t, db.Delete(&notes[2]).Error)
+		assertNotes(t, db, "soft delete of a note with rows")
+		require.NoError(t, db.Unscoped().Model(&notes[2]).Association("Tags").Clear())
+		assertNotes(t, db, "clear of a soft-deleted note")
 		require.NoError(t, db.Unscoped().Delete(&notes[0]).Error) // hard: the join row goes
-		assert.Equal(t, int64(1), count())
-		var rows int64
-		require.NoError(t, db.Table("m2_note_labels").Count(&rows).Error)
-		assert.Equal(t, int64(1), rows)
+		assertNotes(t, db, "hard delete of a soft-deleted note")
+		require.NoError(t, db.Where("1 = 1").Delete(&M2Note{}).Error) // bulk soft delete
+		assertNotes(t, db, "bulk soft delete")
+		require.NoError(t, db.Unscoped().Model(&M2Note{}).Where("deleted_at IS NOT NULL").Update("deleted_at", nil).Error)
+		assertNotes(t, db, "bulk restore")
+		got, _ := noteCounts(t, db)
+		assert.Equal(t, [2]int64{1, 1}, got[label.ID])
+
+		// Fix counts the live notes' rows.
+		require.NoError(t, db.Exec("UPDATE m2_notes SET deleted_at = ?", time.Now()).Error)
+		drifts, err := slotted.Fix(db, &label, slotted.FixOptions{})
+		require.NoError(t, err)
+		require.Len(t, drifts, 1)
+		assert.Equal(t, "notes", drifts[0].Counter)
+		assertNotes(t, db, "fixed")
+	})
+}
+
+// TestCounterCacheMany2ManySoftDeleteConcurrent: 48 goroutines append,
+// delete, soft-delete and restore on 6 notes and 2 labels; both counters
+// equal the join table's counts (live notes only, and all) afterwards.
+func TestCounterCacheMany2ManySoftDeleteConcurrent(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2NotesDB(t, db)
+		limitConns(t, db)
+		labels := []M2Label{{Name: "a"}, {Name: "b"}}
+		require.NoError(t, db.Create(&labels).Error)
+		notes := make([]M2Note, 6)
+		for i := range notes {
+			notes[i].Title = fmt.Sprint(i)
+		}
+		require.NoError(t, db.Create(&notes).Error)
+		var wg sync.WaitGroup
+		var retries, done atomic.Int64
+		deadline := time.Now().Add(2 * time.Minute)
+		for w := range 48 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(w), 11))
+				for range 12 {
+					note := notes[r.IntN(len(notes))]
+					label := labels[r.IntN(len(labels))]
+					note.Tags, label.Notes = nil, nil
+					kind := r.IntN(5)
+					for attempt := 0; ; attempt++ {
+						var err error
+						switch kind {
+						case 0:
+							err = db.Unscoped().Model(&note).Association("Tags").Append(&label)
+						case 1:
+							err = db.Unscoped().Model(&note).Association("Tags").Delete(&label)
+						case 2:
+							err = db.Delete(&M2Note{ID: note.ID}).Error
+						case 3:
+							err = db.Unscoped().Model(&M2Note{}).Where("id = ?", note.ID).Update("deleted_at", nil).Error
+						case 4:
+							err = db.Model(&label).Association("Notes").Append(&M2Note{ID: note.ID, Title: note.Title})
+						}
+						if err == nil {
+							done.Add(1)
+							break
+						}
+						if slotted.ConflictOf(err) == slotted.NoConflict || time.Now().After(deadline) {
+							t.Errorf("op %d: %v", kind, err)
+							return
+						}
+						retries.Add(1)
+						time.Sleep(time.Duration(r.IntN(1+min(attempt, 20))) * time.Millisecond)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		t.Logf("%s: %d ops, %d retried after a conflict", dialect(db), done.Load(), retries.Load())
+		assertNotes(t, db, "after the race")
 	})
 }
 
@@ -303,12 +417,13 @@ func TestCounterCacheMany2ManyRefusals(t *testing.T) {
 		m2mDB(t, db)
 		for name, opts := range map[string][]slotted.CacheOption{
 			"where":      {slotted.Where("name = ?", "x")},
+			"match":      {slotted.Where("1 = 1"), slotted.Match(func(*M2Note) bool { return true })},
 			"sum":        {slotted.Sum("ID")},
 			"weight0":    {slotted.Weight(0)},
 			"sumCounter": {slotted.SumCounter("tags")},
 			"touch":      {slotted.Touch()}, // M2Label has no UpdatedAt
 		} {
-			err := slotted.CounterCache(db, &M2Label{}, "Notes", "other", append(opts, slotted.WithDeleted())...)
+			err := slotted.CounterCache(db, &M2Label{}, "Notes", "other", opts...)
 			assert.ErrorIs(t, err, slotted.ErrInvalidConfig, name)
 		}
 		assert.ErrorIs(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "posts"), slotted.ErrInvalidConfig, "duplicate")

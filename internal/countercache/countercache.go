@@ -85,6 +85,7 @@ type counterCache struct {
 	// column (fk is its field) and the column's position in the pair.
 	joinCol string
 	joinAt  int
+	far     *farSide // the other side, when its soft-deleted rows' join rows do not count
 }
 
 // childCaches is everything the callbacks need about one child model: its
@@ -119,6 +120,7 @@ type cacheRegistry struct {
 
 	byJoin sync.Map    // join table name -> *joinCaches (many-to-many)
 	sides  sync.Map    // reflect.Type -> []sideLink: the join tables a hard delete of the model empties
+	fars   sync.Map    // reflect.Type -> []farLink: the join tables whose counts a soft delete of the model moves
 	joins  atomic.Bool // some many-to-many cache is declared
 }
 

@@ -94,7 +94,8 @@ type cacheOp struct {
 	// join: the statement writes a many-to-many join table
 	// (countercache_many2many.go); cc is nil.
 	join     *joinCaches
-	inserted int64 // the join rows a DO NOTHING insert inserted
+	inserted int64    // the join rows a DO NOTHING insert inserted
+	live     liveness // which far-side rows of the pairs are alive (soft delete)
 	// paired: an "after" image follows (update, upsert); the "before"
 	// images wait in before, and only rows whose image changed count, with
 	// the totals read before the statement (or after it, when totalsLater).
@@ -326,6 +327,11 @@ func (p *Caches) cacheBeforeChange(db *gorm.DB) {
 		p.joinBeforeChange(db, jc)
 		return
 	}
+	if links := p.farsOf(s.Schema.ModelType); links != nil && !otherTable(s) {
+		if p.farBeforeChange(db, links, deleting); db.Error != nil {
+			return
+		}
+	}
 	if links := p.sidesOf(s.Schema.ModelType); deleting && links != nil && !otherTable(s) {
 		if p.cascadeJoinRows(db, links); db.Error != nil {
 			return
@@ -372,6 +378,9 @@ func (p *Caches) cacheBeforeChange(db *gorm.DB) {
 // cacheAfterChange reads the changed rows again (updates; a deleted row has
 // no "after") and writes the difference.
 func (p *Caches) cacheAfterChange(db *gorm.DB) {
+	if s := db.Statement; s.Schema != nil && p.farsOf(s.Schema.ModelType) != nil {
+		p.farAfterChange(db)
+	}
 	v, ok := db.InstanceGet(cacheOpKey)
 	if !ok || db.Error != nil {
 		return

@@ -60,6 +60,7 @@ type joinCaches struct {
 	cols   [2]string
 	fields [2]*schema.Field // the declaring join schema's fields of cols (scan types)
 	caches []*counterCache
+	fars   []*farSide // the soft-deletable sides some cache watches, one per pair position
 }
 
 // sideLink is a join table a model's hard delete empties of its rows.
@@ -170,13 +171,11 @@ func (p *Caches) declareMany2Many(db *gorm.DB, typ reflect.Type, association, co
 	if f := softDeleteField(join); f != nil {
 		return fmt.Errorf("%w: %s: the join model %s has soft delete (%s); join rows are counted while they exist", errs.ErrUnsupportedModel, name, join.Name, f.Name)
 	}
-	if f := softDeleteField(rel.FieldSchema); f != nil && !spec.WithDeleted {
-		return fmt.Errorf("%w: %s: %s has soft delete; a soft-deleted %s keeps its join rows, and they stay counted: declare WithDeleted() to count them (or hard-delete)", errs.ErrInvalidConfig, name, rel.FieldSchema.Name, rel.FieldSchema.Name)
-	}
 	cc := &counterCache{parent: parent, counter: c, fk: own, weight: 1, deleted: true, joinCol: own.DBName, child: &childCaches{schema: join}}
 	if spec.Weight != 0 {
 		cc.weight = spec.Weight
 	}
+	farDeleted := softDeleteField(rel.FieldSchema)
 	if spec.Touch {
 		if cc.touch = touchField(rel.Schema); cc.touch == nil {
 			return fmt.Errorf("%w: Touch: %s has no autoUpdateTime column (UpdatedAt)", errs.ErrInvalidConfig, rel.Schema.Name)
@@ -204,7 +203,24 @@ func (p *Caches) declareMany2Many(db *gorm.DB, typ reflect.Type, association, co
 	if next.cols[1] == own.DBName {
 		cc.joinAt = 1
 	}
+	if farDeleted != nil && !spec.WithDeleted {
+		cc.far = &farSide{schema: rel.FieldSchema, key: rel.FieldSchema.PrimaryFields[0], deleted: farDeleted, at: 1 - cc.joinAt, col: other.DBName}
+		var links []farLink
+		if v, ok := r.fars.Load(rel.FieldSchema.ModelType); ok {
+			links = slices.Clone(v.([]farLink))
+		}
+		if !slices.ContainsFunc(links, func(l farLink) bool { return l.table == join.Table && l.at == cc.far.at }) {
+			links = append(links, farLink{table: join.Table, at: cc.far.at, far: cc.far})
+		}
+		r.fars.Store(rel.FieldSchema.ModelType, links)
+	}
 	next.caches = append(next.caches, cc)
+	next.fars = nil
+	for _, c := range next.caches {
+		if c.far != nil && !slices.ContainsFunc(next.fars, func(f *farSide) bool { return f.at == c.far.at }) {
+			next.fars = append(next.fars, c.far)
+		}
+	}
 	r.byJoin.Store(join.Table, next)
 	r.byCounter.Store(c, cc)
 	for _, side := range []struct {
@@ -252,9 +268,9 @@ func pairOf(a, b any) (pair, error) {
 }
 
 // contribute adds sign times what one join row counts in each cache.
-func (jc *joinCaches) contribute(d deltas, pr pair, sign int64) error {
+func (jc *joinCaches) contribute(d deltas, pr pair, sign int64, live liveness) error {
 	for _, c := range jc.caches {
-		if !pr.ok[c.joinAt] {
+		if !pr.ok[c.joinAt] || !c.counts(pr, live) {
 			continue
 		}
 		if err := d.add(c, pr.ids[c.joinAt], sign, c.weight); err != nil {
@@ -295,10 +311,10 @@ func (p *Caches) joinBeforeCreate(db *gorm.DB, jc *joinCaches) {
 	}
 	op := &cacheOp{join: jc, deltas: deltas{}}
 	db.InstanceSet(cacheOpKey, op)
-	if _, upsert := s.Clauses["ON CONFLICT"]; !upsert {
+	_, upsert := s.Clauses["ON CONFLICT"]
+	if !upsert && len(jc.fars) == 0 {
 		return
 	}
-	op.paired = true // counted here, not after
 	pairs, err := jc.pairsOf(s)
 	if err != nil || len(pairs) == 0 {
 		_ = db.AddError(err)
@@ -307,6 +323,17 @@ func (p *Caches) joinBeforeCreate(db *gorm.DB, jc *joinCaches) {
 	if beginOwnTx(db); db.Error != nil {
 		return
 	}
+	if len(jc.fars) > 0 {
+		// The far-side rows first, shared: a soft delete of one waits, or is waited for.
+		if op.live, err = p.readAlive(db, jc, pairs, true); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+	}
+	if !upsert {
+		return
+	}
+	op.paired = true // counted here, not after
 	slices.SortStableFunc(pairs, comparePairs)
 	pairs = slices.CompactFunc(pairs, func(a, b pair) bool { return comparePairs(a, b) == 0 })
 	// Hooks ran already on these structs (gorm:before_create); gorm's own
@@ -373,7 +400,7 @@ func (p *Caches) insertPairs(tx *gorm.DB, jc *joinCaches, op *cacheOp, pairs []p
 			continue
 		}
 		op.inserted++
-		if err := jc.contribute(op.deltas, pr, +1); err != nil {
+		if err := jc.contribute(op.deltas, pr, +1, op.live); err != nil {
 			return nil, err
 		}
 	}
@@ -394,7 +421,7 @@ func (p *Caches) joinAfterCreate(db *gorm.DB) {
 			return
 		}
 		for _, pr := range pairs {
-			if err := op.join.contribute(op.deltas, pr, +1); err != nil {
+			if err := op.join.contribute(op.deltas, pr, +1, op.live); err != nil {
 				_ = db.AddError(err)
 				return
 			}
@@ -462,9 +489,11 @@ func (p *Caches) joinBeforeChange(db *gorm.DB, jc *joinCaches) {
 		return q
 	}
 	var recheck clause.Expression
+	var cands []pair
 	restrict := false
 	if p.dialect.LockingReads {
-		cands, err := p.readPairs(db, jc, nil, false, func(q *gorm.DB) *gorm.DB { return scope(q).Limit(restrictLimit + 1) })
+		var err error
+		cands, err = p.readPairs(db, jc, nil, false, func(q *gorm.DB) *gorm.DB { return scope(q).Limit(restrictLimit + 1) })
 		if err != nil {
 			_ = db.AddError(err)
 			return
@@ -481,6 +510,14 @@ func (p *Caches) joinBeforeChange(db *gorm.DB, jc *joinCaches) {
 			}
 		}
 	}
+	if restrict && len(jc.fars) > 0 && scope != nil {
+		// The far-side rows before the pairs, as every writer of join rows takes them.
+		var err error
+		if op.live, err = p.readAlive(db, jc, cands, true); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+	}
 	var locked []pair
 	if scope != nil {
 		var err error
@@ -489,8 +526,15 @@ func (p *Caches) joinBeforeChange(db *gorm.DB, jc *joinCaches) {
 			return
 		}
 	}
+	if !restrict && len(jc.fars) > 0 && len(locked) > 0 {
+		var err error
+		if op.live, err = p.readAlive(db, jc, locked, true); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+	}
 	for _, pr := range locked {
-		if err := jc.contribute(op.deltas, pr, -1); err != nil {
+		if err := jc.contribute(op.deltas, pr, -1, op.live); err != nil {
 			_ = db.AddError(err)
 			return
 		}
@@ -641,10 +685,16 @@ func (p *Caches) sidesOf(typ reflect.Type) []sideLink {
 func (p *Caches) countJoinRows(tx *gorm.DB, c *counterCache, keys []any, into deltas) error {
 	table := c.child.schema.Table
 	col := clause.Column{Table: table, Name: c.joinCol}
-	rows, err := session.WithoutFill(session.Routed(tx)).Table(table).
+	q := session.WithoutFill(session.Routed(tx)).Table(table).
 		Select("?, COUNT(*)", col).
 		Where(clause.IN{Column: col, Values: keys}).
-		Clauses(clause.GroupBy{Columns: []clause.Column{col}}).Rows()
+		Clauses(clause.GroupBy{Columns: []clause.Column{col}})
+	if f := c.far; f != nil {
+		ft := f.schema.Table
+		q = q.Joins("JOIN ? ON ? = ?", clause.Table{Name: ft}, clause.Column{Table: ft, Name: f.key.DBName}, clause.Column{Table: table, Name: f.col}).
+			Where("? IS NULL", clause.Column{Table: ft, Name: f.deleted.DBName})
+	}
+	rows, err := q.Rows()
 	if err != nil {
 		return err
 	}
