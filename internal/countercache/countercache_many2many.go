@@ -48,6 +48,8 @@ import (
 //	hard delete of a post or a tag              gorm leaves the join rows (or a foreign key refuses)
 //	  before it: the plugin deletes its join rows through gorm in the same
 //	  transaction (the row above), as Rails' has_and_belongs_to_many does.
+//	soft delete or restore of a post            its join rows stop or start counting, unless
+//	  WithDeleted (countercache_many2many_far.go).
 //
 // The counter rows are upserted after the join rows are locked, in
 // (record_type, record_id) order, like every counter cache's.
