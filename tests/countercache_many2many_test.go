@@ -51,6 +51,14 @@ type M2PostTag struct {
 
 func (M2PostTag) TableName() string { return "m2_post_tags" }
 
+// M2NoteLabel is a Go model of m2_note_labels, for plain inserts.
+type M2NoteLabel struct {
+	M2LabelID uint `gorm:"primaryKey"`
+	M2NoteID  uint `gorm:"primaryKey"`
+}
+
+func (M2NoteLabel) TableName() string { return "m2_note_labels" }
+
 // M2Note has soft delete: its labels' counts leave out a soft-deleted note's
 // join rows, unless WithDeleted.
 type M2Note struct {
@@ -334,12 +342,21 @@ func TestCounterCacheMany2ManySoftDelete(t *testing.T) {
 		assertNotes(t, db, "clear of a soft-deleted note")
 		require.NoError(t, db.Unscoped().Delete(&notes[0]).Error) // hard: the join row goes
 		assertNotes(t, db, "hard delete of a soft-deleted note")
+		// A plain insert of a join row: counted if its note is alive.
+		fresh := M2Note{Title: "3"}
+		require.NoError(t, db.Create(&fresh).Error)
+		require.NoError(t, db.Create(&M2NoteLabel{M2LabelID: label.ID, M2NoteID: notes[2].ID}).Error) // soft-deleted
+		require.NoError(t, db.Create(&M2NoteLabel{M2LabelID: label.ID, M2NoteID: fresh.ID}).Error)    // alive
+		assertNotes(t, db, "plain inserts")
+		require.NoError(t, db.Delete(&M2NoteLabel{M2LabelID: label.ID, M2NoteID: notes[2].ID}).Error)
+		require.NoError(t, db.Delete(&M2NoteLabel{M2LabelID: label.ID, M2NoteID: fresh.ID}).Error)
+		assertNotes(t, db, "delete by the join model's key")
 		require.NoError(t, db.Where("1 = 1").Delete(&M2Note{}).Error) // bulk soft delete
 		assertNotes(t, db, "bulk soft delete")
 		require.NoError(t, db.Unscoped().Model(&M2Note{}).Where("deleted_at IS NOT NULL").Update("deleted_at", nil).Error)
 		assertNotes(t, db, "bulk restore")
 		got, _ := noteCounts(t, db)
-		assert.Equal(t, [2]int64{1, 1}, got[label.ID])
+		assert.Equal(t, [2]int64{1, 1}, got[label.ID], "note 1's row (note 0 hard-deleted, note 2's rows cleared)")
 
 		// Fix counts the live notes' rows.
 		require.NoError(t, db.Exec("UPDATE m2_notes SET deleted_at = ?", time.Now()).Error)
