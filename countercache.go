@@ -109,7 +109,9 @@ func (o CacheOptions) spec() (countercache.Spec, error) {
 // table. model and association name a relationship gorm parsed: a has-many
 // or has-one of the parent (CounterCache(db, &Post{}, "Comments", "comments"))
 // or a belongs-to of the child (CounterCache(db, &Comment{}, "Post",
-// "comments")). counter is the parent's slotted counter (tag or field name).
+// "comments")), or a many-to-many of either side (CounterCache(db, &Tag{},
+// "Posts", "posts") counts the tag's rows in gorm's join table; see
+// docs/counter-caches.md). counter is the parent's slotted counter (tag or field name).
 // Call it once per counter after db.Use and before writing children; an
 // invalid declaration returns an error wrapping ErrInvalidConfig (or
 // ErrUnsupportedModel / ErrUnknownCounter) and registers nothing. Declaring

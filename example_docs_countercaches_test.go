@@ -156,3 +156,33 @@ func Example_docCounterCaches7() {
 		_ = prog
 	}
 }
+
+func Example_docMany2Many() {
+	{
+		type Post struct {
+			ID    uint
+			Title string
+		}
+		type Tag struct {
+			ID        uint
+			Name      string
+			Posts     []Post `gorm:"many2many:post_tags"` // counted from this side: the tag's posts
+			PostCount int64  `gorm:"-" slotted:"posts"`
+			Weighted  int64  `gorm:"-" slotted:"weighted"`
+		}
+		var (
+			golang, sql Tag
+			post, other Post
+		)
+
+		slotted.CounterCache(db, &Tag{}, "Posts", "posts")                       // post_tags rows with the tag's tag_id
+		slotted.CounterCache(db, &Tag{}, "Posts", "weighted", slotted.Weight(3)) // 3 per row
+
+		db.Create(&Tag{Name: "db", Posts: []Post{post, {Title: "new"}}}) // +2 on the new tag
+		db.Model(&golang).Association("Posts").Append(&post)             // +1, or nothing if the pair is there
+		db.Model(&golang).Association("Posts").Delete(&post)             // -1
+		db.Model(&sql).Association("Posts").Replace(&post, &other)       // the new pairs counted, the removed ones uncounted
+		db.Model(&sql).Association("Posts").Clear()                      // all uncounted
+		db.Delete(&post)                                                 // its post_tags rows deleted too, uncounted on their tags
+	}
+}

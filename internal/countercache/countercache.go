@@ -82,6 +82,12 @@ type counterCache struct {
 	// columns; nil for a single column.
 	fkParts []*schema.Field
 	fkAts   []int
+
+	// A many-to-many cache (countercache_many2many.go) counts join rows: its
+	// column (fk is its field) and the column's position in the pair.
+	joinCol string
+	joinAt  int
+	far     *farSide // the other side, when its soft-deleted rows' join rows do not count
 }
 
 // childCaches is everything the callbacks need about one child model: its
@@ -113,6 +119,11 @@ type cacheRegistry struct {
 	byCounter sync.Map // *meta.Counter -> *counterCache
 
 	summed atomic.Bool // some cache adds up another's counter (SumCounter): deltas propagate
+
+	byJoin sync.Map    // join table name -> *joinCaches (many-to-many)
+	sides  sync.Map    // reflect.Type -> []sideLink: the join tables a hard delete of the model empties
+	fars   sync.Map    // reflect.Type -> []farLink: the join tables whose counts a soft delete of the model moves
+	joins  atomic.Bool // some many-to-many cache is declared
 }
 
 func (p *Caches) childCachesOf(typ reflect.Type) *childCaches {

@@ -91,6 +91,11 @@ type cacheOp struct {
 	// being carried up to the caches that add them up (countercache_multilevel.go).
 	share     bool
 	propagate map[*meta.Counter]map[string]int64
+	// join: the statement writes a many-to-many join table
+	// (countercache_many2many.go); cc is nil.
+	join     *joinCaches
+	inserted int64    // the join rows a DO NOTHING insert inserted
+	live     liveness // which far-side rows of the pairs are alive (soft delete)
 	// paired: an "after" image follows (update, upsert); the "before"
 	// images wait in before, and only rows whose image changed count, with
 	// the totals read before the statement (or after it, when totalsLater).
@@ -117,6 +122,10 @@ func (p *Caches) cacheBeforeCreate(db *gorm.DB) {
 			_ = db.AddError(err)
 			return
 		}
+	}
+	if jc := p.joinOf(s); jc != nil {
+		p.joinBeforeCreate(db, jc)
+		return
 	}
 	cc := p.childCachesOf(s.Schema.ModelType)
 	if cc == nil || otherTable(s) {
@@ -238,6 +247,10 @@ func (p *Caches) cacheAfterCreate(db *gorm.DB) {
 			return
 		}
 	}
+	if jc := p.joinOf(s); jc != nil {
+		p.joinAfterCreate(db)
+		return
+	}
 	cc := p.childCachesOf(s.Schema.ModelType)
 	if cc == nil || otherTable(s) {
 		return
@@ -309,11 +322,25 @@ func (p *Caches) cacheBeforeChange(db *gorm.DB) {
 	if db.Error != nil || s.Schema == nil || db.DryRun || s.SQL.Len() > 0 {
 		return
 	}
+	deleting := slices.Contains(s.BuildClauses, "DELETE")
+	if jc := p.joinOf(s); jc != nil {
+		p.joinBeforeChange(db, jc)
+		return
+	}
+	if links := p.farsOf(s.Schema.ModelType); links != nil && !otherTable(s) {
+		if p.farBeforeChange(db, links, deleting); db.Error != nil {
+			return
+		}
+	}
+	if links := p.sidesOf(s.Schema.ModelType); deleting && links != nil && !otherTable(s) {
+		if p.cascadeJoinRows(db, links); db.Error != nil {
+			return
+		}
+	}
 	cc := p.childCachesOf(s.Schema.ModelType)
 	if cc == nil || otherTable(s) {
 		return
 	}
-	deleting := slices.Contains(s.BuildClauses, "DELETE")
 	if !deleting && cc.watched != nil {
 		if cols, known := assignedColumns(s); known && !touches(cols, cc.watched) {
 			return // no foreign key, sum, soft-delete or condition column changes
@@ -351,11 +378,20 @@ func (p *Caches) cacheBeforeChange(db *gorm.DB) {
 // cacheAfterChange reads the changed rows again (updates; a deleted row has
 // no "after") and writes the difference.
 func (p *Caches) cacheAfterChange(db *gorm.DB) {
+	if s := db.Statement; s.Schema != nil && p.farsOf(s.Schema.ModelType) != nil {
+		p.farAfterChange(db)
+	}
 	v, ok := db.InstanceGet(cacheOpKey)
 	if !ok || db.Error != nil {
 		return
 	}
 	op := v.(*cacheOp)
+	if op.join != nil {
+		if err := p.applyDeltas(db, op.deltas); err != nil {
+			_ = db.AddError(fmt.Errorf("slotted: counting deleted rows of %s: %w", op.join.table, err))
+		}
+		return
+	}
 	s := db.Statement
 	// A soft delete is an UPDATE of deleted_at: a cache counting deleted rows
 	// reads them again, as after any update.
@@ -474,7 +510,7 @@ func beginOwnTx(db *gorm.DB) {
 func (p *Caches) endOwnTx(db *gorm.DB) {
 	// Only children of a counter cache begin one; checking that first keeps
 	// InstanceGet's allocation off every other model's statements.
-	if s := db.Statement; s.Schema == nil || p.childCachesOf(s.Schema.ModelType) == nil {
+	if s := db.Statement; s.Schema == nil || (p.childCachesOf(s.Schema.ModelType) == nil && p.joinOf(s) == nil) {
 		return
 	}
 	if _, ok := db.InstanceGet(ownTxKey); !ok {

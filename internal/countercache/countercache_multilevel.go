@@ -77,6 +77,9 @@ func (p *Caches) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schem
 	if p.cacheOf(c) == nil {
 		return fmt.Errorf("%w: SumCounter %q: counter %q of %s is not a counter cache (declare it first)", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
 	}
+	if p.cacheOf(c).joinCol != "" {
+		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s counts many-to-many join rows; adding it up is not supported", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
+	}
 	cc.through = c
 	p.caches.summed.Store(true) // before registration: a failed one only costs the lookups
 	return nil

@@ -35,6 +35,8 @@ func (p *Caches) Declare(db *gorm.DB, model any, association, counter string, sp
 		parentSchema, childSchema = rel.Schema, rel.FieldSchema
 	case schema.BelongsTo:
 		parentSchema, childSchema = rel.FieldSchema, rel.Schema
+	case schema.Many2Many:
+		return p.declareMany2Many(db, typ, association, counter, rel, spec)
 	default:
 		return fmt.Errorf("%w: %s.%s is a %s relationship; counter caches need has-many, has-one or belongs-to", errs.ErrInvalidConfig, typ, association, rel.Type)
 	}

@@ -160,6 +160,9 @@ func (p *Caches) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 	if c.fkParts != nil {
 		return p.countChildrenComposite(tx, c, keys, into)
 	}
+	if c.joinCol != "" {
+		return p.countJoinRows(tx, c, keys, into)
+	}
 	fk := clause.Column{Table: clause.CurrentTable, Name: c.fk.DBName}
 	agg := "COUNT(*)"
 	vars := []any{fk}
