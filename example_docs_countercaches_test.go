@@ -175,8 +175,8 @@ func Example_docMany2Many() {
 			post, other Post
 		)
 
-		slotted.CounterCache(db, &Tag{}, "Posts", "posts")                       // post_tags rows with the tag's tag_id
-		slotted.CounterCache(db, &Tag{}, "Posts", "weighted", slotted.Weight(3)) // 3 per row
+		slotted.CounterCache(db, &Tag{}, "Posts", "posts")                                     // post_tags rows with the tag's tag_id
+		slotted.CounterCache(db, &Tag{}, "Posts", "weighted", slotted.CacheOptions{Weight: 3}) // 3 per row
 
 		db.Create(&Tag{Name: "db", Posts: []Post{post, {Title: "new"}}}) // +2 on the new tag
 		db.Model(&golang).Association("Posts").Append(&post)             // +1, or nothing if the pair is there

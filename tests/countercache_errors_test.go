@@ -50,7 +50,7 @@ func TestCounterCacheDeclarationErrors(t *testing.T) {
 			{"already declared", slotted.ErrInvalidConfig, &Topic{}, "Replies", "replies", nil},
 			{"already declared, other options", slotted.ErrInvalidConfig, &Topic{}, "Replies", "replies", []slotted.CacheOptions{{Weight: 2}}},
 			{"already declared, from the belongs-to", slotted.ErrInvalidConfig, &Reply{}, "Topic", "replies", nil},
-			{"many2many with a condition", slotted.ErrInvalidConfig, &Group{}, "Members", "members", []slotted.CacheOption{slotted.Where("1 = 1")}},
+			{"many2many with a condition", slotted.ErrInvalidConfig, &Group{}, "Members", "members", []slotted.CacheOptions{{Where: "1 = 1"}}},
 			{"bucketed counter", slotted.ErrInvalidConfig, &Forum{}, "Threads", "threads_daily", nil},
 			{"not a struct", slotted.ErrUnsupportedModel, 42, "Replies", "likes", nil},
 			{"sum of a text column", slotted.ErrInvalidConfig, &Topic{}, "Replies", "likes", []slotted.CacheOptions{{Sum: "Body"}}},

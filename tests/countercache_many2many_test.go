@@ -84,7 +84,7 @@ func m2mDB(t *testing.T, db *gorm.DB) {
 	t.Cleanup(drop)
 	require.NoError(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "posts"))
 	require.NoError(t, slotted.CounterCache(db, &M2Post{}, "Tags", "tags"))
-	require.NoError(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "weighted", slotted.Weight(3)))
+	require.NoError(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "weighted", slotted.CacheOptions{Weight: 3}))
 }
 
 // m2mCounts returns every tag's and post's counters next to the join table's counts.
@@ -286,8 +286,8 @@ func m2NotesDB(t *testing.T, db *gorm.DB) {
 	drop()
 	require.NoError(t, db.AutoMigrate(&M2Note{}, &M2Label{}))
 	t.Cleanup(drop)
-	require.NoError(t, slotted.CounterCache(db, &M2Label{}, "Notes", "notes"))                        // live notes
-	require.NoError(t, slotted.CounterCache(db, &M2Label{}, "Notes", "other", slotted.WithDeleted())) // all notes
+	require.NoError(t, slotted.CounterCache(db, &M2Label{}, "Notes", "notes"))                                          // live notes
+	require.NoError(t, slotted.CounterCache(db, &M2Label{}, "Notes", "other", slotted.CacheOptions{WithDeleted: true})) // all notes
 }
 
 // noteCounts returns every label's two counters next to the join table's counts.
@@ -432,20 +432,19 @@ func TestCounterCacheMany2ManySoftDeleteConcurrent(t *testing.T) {
 func TestCounterCacheMany2ManyRefusals(t *testing.T) {
 	testEachDB(t, func(t *testing.T, db *gorm.DB) {
 		m2mDB(t, db)
-		for name, opts := range map[string][]slotted.CacheOption{
-			"where":      {slotted.Where("name = ?", "x")},
-			"match":      {slotted.Where("1 = 1"), slotted.Match(func(*M2Note) bool { return true })},
-			"sum":        {slotted.Sum("ID")},
-			"weight0":    {slotted.Weight(0)},
-			"sumCounter": {slotted.SumCounter("tags")},
-			"touch":      {slotted.Touch()}, // M2Label has no UpdatedAt
+		for name, opts := range map[string]slotted.CacheOptions{
+			"where":      {Where: "name = ?", WhereArgs: []any{"x"}},
+			"match":      {Where: "1 = 1", Match: func(*M2Note) bool { return true }},
+			"sum":        {Sum: "ID"},
+			"sumCounter": {SumCounter: "tags"},
+			"touch":      {Touch: true}, // M2Label has no UpdatedAt
 		} {
-			err := slotted.CounterCache(db, &M2Label{}, "Notes", "other", opts...)
+			err := slotted.CounterCache(db, &M2Label{}, "Notes", "other", opts)
 			assert.ErrorIs(t, err, slotted.ErrInvalidConfig, name)
 		}
 		assert.ErrorIs(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "posts"), slotted.ErrInvalidConfig, "duplicate")
 		assert.ErrorIs(t, slotted.CounterCache(db, &M2Tag{}, "Posts", "nope"), slotted.ErrUnknownCounter)
-		assert.ErrorIs(t, slotted.CounterCache(db, &M2Group{}, "Tags", "posts", slotted.SumCounter("posts")), slotted.ErrInvalidConfig, "SumCounter over join rows")
+		assert.ErrorIs(t, slotted.CounterCache(db, &M2Group{}, "Tags", "posts", slotted.CacheOptions{SumCounter: "posts"}), slotted.ErrInvalidConfig, "SumCounter over join rows")
 
 		// An update of a pair column would move a join row: refused, nothing written.
 		tag := M2Tag{Name: "t"}
@@ -568,7 +567,7 @@ func TestCounterCacheMany2ManyJoinModel(t *testing.T) {
 		require.NoError(t, db.SetupJoinTable(&M3Course{}, "Students", &M3Enrollment{}))
 		require.NoError(t, db.AutoMigrate(&M3Student{}, &M3Course{}))
 		t.Cleanup(drop)
-		require.NoError(t, slotted.CounterCache(db, &M3Course{}, "Students", "students", slotted.Touch()))
+		require.NoError(t, slotted.CounterCache(db, &M3Course{}, "Students", "students", slotted.CacheOptions{Touch: true}))
 		require.NoError(t, slotted.CounterCache(db, &M3Student{}, "Courses", "courses"))
 
 		course := M3Course{}

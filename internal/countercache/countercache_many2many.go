@@ -128,8 +128,6 @@ func (p *Caches) declareMany2Many(db *gorm.DB, typ reflect.Type, association, co
 		return fmt.Errorf("%w: %s: Sum on a many-to-many counter cache is not supported (join rows have no column to add up)", errs.ErrInvalidConfig, name)
 	case spec.SumCounter != "":
 		return fmt.Errorf("%w: %s: SumCounter over a many-to-many relationship is not supported", errs.ErrInvalidConfig, name)
-	case spec.WeightSet && spec.Weight == 0:
-		return fmt.Errorf("%w: Weight(0) counts nothing", errs.ErrInvalidConfig)
 	}
 	join := rel.JoinTable
 	if join == nil {
