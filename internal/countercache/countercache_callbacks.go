@@ -151,7 +151,7 @@ func (p *Caches) cacheBeforeCreate(db *gorm.DB) {
 	op := &cacheOp{cc: cc, deltas: deltas{}, paired: true, totalsLater: !nestedSaves(s)}
 	var keys []any
 	meta.EachStruct(s.ReflectValue, func(v reflect.Value) {
-		if k, zero := cc.key.ValueOf(s.Context, v); !zero {
+		if k, ok := cc.keyOf(s.Context, v); ok {
 			keys = append(keys, k)
 		}
 	})
@@ -190,7 +190,7 @@ func (p *Caches) lockKeys(db *gorm.DB, cc *childCaches, op *cacheOp, keys []any)
 		typ = typ[:errs.MaxKeyLen]
 	}
 	for _, k := range keys {
-		id, ok, err := fkID(k)
+		id, ok, err := cc.keyID(k)
 		if err != nil {
 			return err
 		}
@@ -277,7 +277,7 @@ func (p *Caches) cacheAfterCreate(db *gorm.DB) {
 		// the INSERT (Omit, Select) holds.
 		var keys []any
 		meta.EachStruct(s.ReflectValue, func(v reflect.Value) {
-			if k, zero := cc.key.ValueOf(s.Context, v); !zero {
+			if k, ok := cc.keyOf(s.Context, v); ok {
 				keys = append(keys, k)
 			}
 		})
@@ -359,7 +359,7 @@ func (p *Caches) cacheBeforeChange(db *gorm.DB) {
 		if keys, ok = p.candidateKeys(db, cc, s.Unscoped, scope); ok {
 			op.recheck = where
 			scope = func(q *gorm.DB) *gorm.DB {
-				return q.Where(keyIn(cc, keys)).Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}})
+				return q.Where(keyIn(cc, keys)).Order(cc.keyOrder())
 			}
 		} else if db.Error != nil {
 			return
@@ -442,7 +442,7 @@ func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *go
 	keysOf := func(v reflect.Value) {
 		var keys []any
 		meta.EachStruct(v, func(r reflect.Value) {
-			if k, zero := cc.key.ValueOf(s.Context, r); !zero {
+			if k, ok := cc.keyOf(s.Context, r); ok {
 				keys = append(keys, k)
 			}
 		})
@@ -475,8 +475,11 @@ func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *go
 	}, true
 }
 
-func keyIn(cc *childCaches, keys []any) clause.IN {
-	return clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}, Values: keys}
+// keyIn restricts to primary keys: a row-value (a, b) IN ((?, ?), ...) for a
+// composite key, which MySQL/MariaDB, PostgreSQL and SQLite (3.15+) all take,
+// as gorm's own Delete of a composite-key struct writes it.
+func keyIn(cc *childCaches, keys []any) clause.Expression {
+	return cc.key.In(clause.CurrentTable, keys)
 }
 
 // readImagesByKey reads the images of rows by primary key (soft-deleted ones

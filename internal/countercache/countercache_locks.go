@@ -2,6 +2,7 @@ package countercache
 
 import (
 	"reflect"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -93,12 +94,12 @@ func byPrimaryKey(s *gorm.Statement, exprs []clause.Expression) bool {
 // restrictLimit (the statement is then not restricted, and the rows are
 // locked by its own conditions).
 func (p *Caches) candidateKeys(db *gorm.DB, cc *childCaches, unscoped bool, scope func(*gorm.DB) *gorm.DB) (keys []any, ok bool) {
-	key := clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}
-	q := session.WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select("?", key)
+	cols := cc.keyColumns()
+	q := session.WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select(strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "), cols...)
 	if unscoped {
 		q = q.Unscoped()
 	}
-	q = scope(q).Order(clause.OrderByColumn{Column: key}).Limit(restrictLimit + 1)
+	q = scope(q).Order(cc.keyOrder()).Limit(restrictLimit + 1)
 	rows, err := q.Rows()
 	if err != nil {
 		_ = db.AddError(err)
@@ -106,12 +107,12 @@ func (p *Caches) candidateKeys(db *gorm.DB, cc *childCaches, unscoped bool, scop
 	}
 	defer rows.Close()
 	for rows.Next() {
-		k := reflect.New(cc.key.FieldType)
-		if err := rows.Scan(k.Interface()); err != nil {
+		dests := cc.keyDests()
+		if err := rows.Scan(dests...); err != nil {
 			_ = db.AddError(err)
 			return nil, false
 		}
-		keys = append(keys, k.Elem().Interface())
+		keys = append(keys, cc.scannedKey(dests))
 	}
 	if err := rows.Err(); err != nil {
 		_ = db.AddError(err)

@@ -1,0 +1,260 @@
+package tests
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/slotted-go/slotted"
+)
+
+// CKPost counts its per-tenant comments, children with a composite primary
+// key (tenant_id, seq), three ways: live ones, published ones (Where + Match,
+// weight 2) and all, soft-deleted included.
+type CKPost struct {
+	ID         uint
+	Comments   []CKComment `gorm:"foreignKey:PostID"`
+	Live       int64       `gorm:"-" slotted:"live"`
+	Published  int64       `gorm:"-" slotted:"published"`
+	All        int64       `gorm:"-" slotted:"all"`
+	LikesTotal int64       `gorm:"-" slotted:"likes_total"`
+}
+
+type CKComment struct {
+	TenantID  uint `gorm:"primaryKey;autoIncrement:false"`
+	Seq       uint `gorm:"primaryKey;autoIncrement:false"`
+	PostID    uint `gorm:"index"`
+	Published bool
+	DeletedAt gorm.DeletedAt `gorm:"index"`
+}
+
+func ckDB(t *testing.T, db *gorm.DB) []CKPost {
+	t.Helper()
+	require.NoError(t, db.Migrator().DropTable(&CKComment{}, &CKPost{}))
+	require.NoError(t, db.AutoMigrate(&CKPost{}, &CKComment{}))
+	t.Cleanup(func() { _ = db.Migrator().DropTable(&CKComment{}, &CKPost{}) })
+	require.NoError(t, slotted.CounterCache(db, &CKPost{}, "Comments", "live"))
+	require.NoError(t, slotted.CounterCache(db, &CKPost{}, "Comments", "published", slotted.CacheOptions{
+		Where: "published = ?", WhereArgs: []any{true}, Weight: 2,
+		Match: func(c *CKComment) bool { return c.Published },
+	}))
+	require.NoError(t, slotted.CounterCache(db, &CKPost{}, "Comments", "all", slotted.CacheOptions{WithDeleted: true}))
+	posts := make([]CKPost, 3)
+	for i := range posts {
+		require.NoError(t, db.Create(&posts[i]).Error) // one by one: a batch of DEFAULT VALUES rows gets one id back
+		require.NotZero(t, posts[i].ID)
+	}
+	return posts
+}
+
+// ckCounts reads the three counters of every post; ckSource counts them from
+// the comments table with GROUP BY post_id.
+func ckCounts(t *testing.T, db *gorm.DB) map[uint][3]int64 {
+	t.Helper()
+	var posts []CKPost
+	require.NoError(t, db.Order("id").Find(&posts).Error)
+	out := map[uint][3]int64{}
+	for _, p := range posts {
+		if p.Live != 0 || p.Published != 0 || p.All != 0 {
+			out[p.ID] = [3]int64{p.Live, p.Published, p.All}
+		}
+	}
+	return out
+}
+
+func ckSource(t *testing.T, db *gorm.DB) map[uint][3]int64 {
+	t.Helper()
+	type row struct {
+		PostID uint
+		N      int64
+	}
+	out := map[uint][3]int64{}
+	for i, q := range []*gorm.DB{
+		db.Model(&CKComment{}).Where("post_id <> 0"),
+		db.Model(&CKComment{}).Where("post_id <> 0 AND published = ?", true),
+		db.Model(&CKComment{}).Unscoped().Where("post_id <> 0"),
+	} {
+		var rows []row
+		require.NoError(t, q.Select("post_id, COUNT(*) AS n").Group("post_id").Scan(&rows).Error)
+		for _, r := range rows {
+			v := out[r.PostID]
+			v[i] = r.N
+			if i == 1 {
+				v[i] *= 2 // Weight 2
+			}
+			out[r.PostID] = v
+		}
+	}
+	return out
+}
+
+func ckCheck(t *testing.T, db *gorm.DB, step string) {
+	t.Helper()
+	require.Equal(t, ckSource(t, db), ckCounts(t, db), step)
+}
+
+func TestCompositeChildCounterCache(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		posts := ckDB(t, db)
+		p1, p2, p3 := posts[0].ID, posts[1].ID, posts[2].ID
+
+		c := CKComment{TenantID: 1, Seq: 1, PostID: p1, Published: true}
+		require.NoError(t, db.Create(&c).Error)
+		ckCheck(t, db, "create")
+		assert.Equal(t, map[uint][3]int64{p1: {1, 2, 1}}, ckCounts(t, db))
+
+		batch := []CKComment{
+			{TenantID: 1, Seq: 2, PostID: p1}, {TenantID: 2, Seq: 1, PostID: p1, Published: true},
+			{TenantID: 2, Seq: 2, PostID: p2}, {TenantID: 1, Seq: 3, PostID: p2, Published: true},
+			{TenantID: 3, Seq: 1, PostID: p3},
+		}
+		require.NoError(t, db.Create(&batch).Error)
+		ckCheck(t, db, "batch create")
+
+		// Same seq, another tenant: a different row, only that one changes.
+		require.NoError(t, db.Model(&CKComment{TenantID: 2, Seq: 1}).Update("post_id", p3).Error)
+		ckCheck(t, db, "move by key")
+		var moved CKComment
+		require.NoError(t, db.First(&moved, "tenant_id = ? AND seq = ?", 1, 1).Error)
+		assert.Equal(t, p1, moved.PostID, "(1,1) untouched by the move of (2,1)")
+
+		require.NoError(t, db.Model(&c).Update("published", false).Error)
+		ckCheck(t, db, "condition flip by key")
+		require.NoError(t, db.Model(&c).Updates(map[string]any{"published": true, "post_id": p2}).Error)
+		ckCheck(t, db, "flip and move")
+
+		require.NoError(t, db.Model(&CKComment{}).Where("post_id = ?", p2).Update("post_id", p3).Error)
+		ckCheck(t, db, "bulk move by condition")
+		require.NoError(t, db.Model(&CKComment{}).Where("post_id = ? AND tenant_id = ?", p3, 1).Update("published", false).Error)
+		ckCheck(t, db, "bulk flip by condition")
+
+		c.PostID, c.Published = p1, true
+		require.NoError(t, db.Save(&c).Error) // an upsert of an existing key
+		ckCheck(t, db, "save (upsert)")
+		require.NoError(t, db.Save(&CKComment{TenantID: 4, Seq: 1, PostID: p2, Published: true}).Error)
+		ckCheck(t, db, "save (upsert) of a new key")
+
+		require.NoError(t, db.Delete(&c).Error)
+		ckCheck(t, db, "soft delete by key")
+		require.NoError(t, db.Unscoped().Model(&CKComment{}).Where("tenant_id = ? AND seq = ?", 1, 1).Update("deleted_at", nil).Error)
+		ckCheck(t, db, "restore")
+		require.NoError(t, db.Where("post_id = ?", p3).Delete(&CKComment{}).Error)
+		ckCheck(t, db, "soft delete by condition")
+		require.NoError(t, db.Unscoped().Delete(&CKComment{TenantID: 4, Seq: 1}).Error)
+		ckCheck(t, db, "hard delete by key")
+		require.NoError(t, db.Unscoped().Where("post_id = ?", p3).Delete(&CKComment{}).Error)
+		ckCheck(t, db, "hard delete of soft-deleted rows by condition")
+		require.NoError(t, db.Unscoped().Delete(&[]CKComment{{TenantID: 1, Seq: 1}, {TenantID: 1, Seq: 2}}).Error)
+		ckCheck(t, db, "hard delete of a slice")
+
+		// A rolled-back transaction leaves the counters as they were.
+		require.NoError(t, db.Create(&[]CKComment{{TenantID: 5, Seq: 1, PostID: p1, Published: true}, {TenantID: 5, Seq: 2, PostID: p2}}).Error)
+		before := ckCounts(t, db)
+		boom := errors.New("boom")
+		err := db.Transaction(func(tx *gorm.DB) error {
+			require.NoError(t, tx.Create(&CKComment{TenantID: 6, Seq: 1, PostID: p3, Published: true}).Error)
+			require.NoError(t, tx.Model(&CKComment{}).Where("post_id = ?", p1).Update("post_id", p2).Error)
+			require.NoError(t, tx.Delete(&CKComment{TenantID: 5, Seq: 2}).Error)
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		assert.Equal(t, before, ckCounts(t, db), "rollback")
+		ckCheck(t, db, "rollback")
+	})
+}
+
+// Fix and FixAll repair drift from writes the callbacks do not see (raw SQL).
+func TestCompositeChildCounterCacheFix(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		posts := ckDB(t, db)
+		p1, p2 := posts[0].ID, posts[1].ID
+		require.NoError(t, db.Create(&[]CKComment{
+			{TenantID: 1, Seq: 1, PostID: p1, Published: true}, {TenantID: 1, Seq: 2, PostID: p1},
+			{TenantID: 2, Seq: 1, PostID: p2, Published: true},
+		}).Error)
+		require.NoError(t, db.Exec("INSERT INTO ck_comments (tenant_id, seq, post_id, published) VALUES (?, ?, ?, ?)", 9, 9, p1, true).Error)
+		require.NoError(t, db.Exec("DELETE FROM ck_comments WHERE tenant_id = ? AND seq = ?", 2, 1).Error)
+		require.NotEqual(t, ckSource(t, db), ckCounts(t, db))
+
+		drift, err := slotted.Fix(db, &[]CKPost{{ID: p1}})
+		require.NoError(t, err)
+		assert.NotEmpty(t, drift)
+		_, err = slotted.FixAll(db, &CKPost{})
+		require.NoError(t, err)
+		ckCheck(t, db, "after FixAll")
+	})
+}
+
+// A composite-key child cannot be the intermediate of a SumCounter chain.
+func TestCompositeChildCounterCacheSumCounterRefused(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		ckDB(t, db)
+		err := slotted.CounterCache(db, &CKPost{}, "Comments", "likes_total", slotted.CacheOptions{SumCounter: "likes"})
+		require.ErrorIs(t, err, slotted.ErrUnsupportedModel)
+		assert.Contains(t, err.Error(), "composite primary key")
+	})
+}
+
+// 48 writers on 3 hot posts: creates, deletes, FK moves (by key and by
+// condition) and condition flips; the counters end equal to GROUP BY post_id.
+func TestCompositeChildCounterCacheConcurrent(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		posts := ckDB(t, db)
+		limitConns(t, db)
+		const writers, ops = 48, 8
+		var seq atomic.Uint32
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*ops)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tenant := uint(w%4 + 1)
+				var mine []CKComment
+				for i := range ops {
+					post := posts[(w+i)%len(posts)].ID
+					next := posts[(w+i+1)%len(posts)].ID
+					var err error
+					switch {
+					case i < 3 || len(mine) == 0:
+						c := CKComment{TenantID: tenant, Seq: uint(seq.Add(1)), PostID: post, Published: (w+i)%2 == 0}
+						if err = retryConflicts(func() error { return db.Create(&c).Error }); err == nil {
+							mine = append(mine, c)
+						}
+					case i%4 == 0:
+						c := mine[0]
+						err = retryConflicts(func() error { return db.Model(&c).Update("post_id", next).Error })
+					case i%4 == 1:
+						c := mine[len(mine)-1]
+						err = retryConflicts(func() error { return db.Model(&c).Update("published", i%2 == 0).Error })
+					case i%4 == 2:
+						err = retryConflicts(func() error {
+							return db.Model(&CKComment{}).Where("post_id = ? AND tenant_id = ?", post, tenant).Update("post_id", next).Error
+						})
+					default:
+						c := mine[len(mine)-1]
+						mine = mine[:len(mine)-1]
+						err = retryConflicts(func() error { return db.Delete(&c).Error })
+					}
+					if err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		ckCheck(t, db, "after the writers")
+		var n int64
+		require.NoError(t, db.Model(&CKComment{}).Count(&n).Error)
+		assert.Positive(t, n)
+	})
+}
