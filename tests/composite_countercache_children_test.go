@@ -258,3 +258,33 @@ func TestCompositeChildCounterCacheConcurrent(t *testing.T) {
 		assert.Positive(t, n)
 	})
 }
+
+// A bulk statement reads its candidates' keys, locks them by the whole key
+// in key order, and is restricted to the locked rows by a row-value IN.
+func TestCompositeChildCounterCacheLockOrder(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		posts := ckDB(t, db)
+		require.NoError(t, db.Create(&[]CKComment{
+			{TenantID: 2, Seq: 1, PostID: posts[0].ID}, {TenantID: 1, Seq: 2, PostID: posts[0].ID}, {TenantID: 1, Seq: 1, PostID: posts[0].ID},
+		}).Error)
+		rec, r := recorded(db)
+		require.NoError(t, rec.Model(&CKComment{}).Where("post_id = ?", posts[0].ID).Update("post_id", posts[1].ID).Error)
+		for _, s := range r.statements() {
+			t.Log(s)
+		}
+		q := func(s string) string { // the dialect's identifier quotes
+			if dialect(db) == "mysql" || dialect(db) == "sqlite" {
+				return "`" + s + "`"
+			}
+			return `"` + s + `"`
+		}
+		rowIn := "(" + q("ck_comments") + "." + q("tenant_id") + "," + q("ck_comments") + "." + q("seq") + ") IN (("
+		order := "ORDER BY " + q("ck_comments") + "." + q("tenant_id") + "," + q("ck_comments") + "." + q("seq")
+		if dialect(db) != "sqlite" { // SQLite has one writer: one read, no row locks
+			rowIn += "1,1),(1,2),(2,1))"
+			assert.Equal(t, 1, r.count(rowIn, order, "FOR UPDATE"), "the locking read by key, in key order")
+		}
+		assert.Equal(t, 1, r.count("UPDATE "+q("ck_comments")+" SET", rowIn), "the UPDATE restricted to the locked rows")
+		ckCheck(t, db, "bulk move")
+	})
+}
