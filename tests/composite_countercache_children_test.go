@@ -14,14 +14,15 @@ import (
 )
 
 // CKPost counts its per-tenant comments, children with a composite primary
-// key (tenant_id, seq), three ways: live ones, published ones (Where + Match,
-// weight 2) and all, soft-deleted included.
+// key (tenant_id, seq), four ways: live ones, published ones (Where + Match,
+// weight 2), all (soft-deleted included) and the live ones' scores (Sum).
 type CKPost struct {
 	ID         uint
 	Comments   []CKComment `gorm:"foreignKey:PostID"`
 	Live       int64       `gorm:"-" slotted:"live"`
 	Published  int64       `gorm:"-" slotted:"published"`
 	All        int64       `gorm:"-" slotted:"all"`
+	Points     int64       `gorm:"-" slotted:"points"`
 	LikesTotal int64       `gorm:"-" slotted:"likes_total"`
 }
 
@@ -30,6 +31,7 @@ type CKComment struct {
 	Seq       uint `gorm:"primaryKey;autoIncrement:false"`
 	PostID    uint `gorm:"index"`
 	Published bool
+	Score     int64
 	DeletedAt gorm.DeletedAt `gorm:"index"`
 }
 
@@ -44,6 +46,7 @@ func ckDB(t *testing.T, db *gorm.DB) []CKPost {
 		Match: func(c *CKComment) bool { return c.Published },
 	}))
 	require.NoError(t, slotted.CounterCache(db, &CKPost{}, "Comments", "all", slotted.CacheOptions{WithDeleted: true}))
+	require.NoError(t, slotted.CounterCache(db, &CKPost{}, "Comments", "points", slotted.CacheOptions{Sum: "Score"}))
 	posts := make([]CKPost, 3)
 	for i := range posts {
 		require.NoError(t, db.Create(&posts[i]).Error) // one by one: a batch of DEFAULT VALUES rows gets one id back
@@ -54,33 +57,38 @@ func ckDB(t *testing.T, db *gorm.DB) []CKPost {
 
 // ckCounts reads the three counters of every post; ckSource counts them from
 // the comments table with GROUP BY post_id.
-func ckCounts(t *testing.T, db *gorm.DB) map[uint][3]int64 {
+func ckCounts(t *testing.T, db *gorm.DB) map[uint][4]int64 {
 	t.Helper()
 	var posts []CKPost
 	require.NoError(t, db.Order("id").Find(&posts).Error)
-	out := map[uint][3]int64{}
+	out := map[uint][4]int64{}
 	for _, p := range posts {
-		if p.Live != 0 || p.Published != 0 || p.All != 0 {
-			out[p.ID] = [3]int64{p.Live, p.Published, p.All}
+		if p.Live != 0 || p.Published != 0 || p.All != 0 || p.Points != 0 {
+			out[p.ID] = [4]int64{p.Live, p.Published, p.All, p.Points}
 		}
 	}
 	return out
 }
 
-func ckSource(t *testing.T, db *gorm.DB) map[uint][3]int64 {
+func ckSource(t *testing.T, db *gorm.DB) map[uint][4]int64 {
 	t.Helper()
 	type row struct {
 		PostID uint
 		N      int64
 	}
-	out := map[uint][3]int64{}
+	out := map[uint][4]int64{}
 	for i, q := range []*gorm.DB{
 		db.Model(&CKComment{}).Where("post_id <> 0"),
 		db.Model(&CKComment{}).Where("post_id <> 0 AND published = ?", true),
 		db.Model(&CKComment{}).Unscoped().Where("post_id <> 0"),
+		db.Model(&CKComment{}).Where("post_id <> 0"),
 	} {
 		var rows []row
-		require.NoError(t, q.Select("post_id, COUNT(*) AS n").Group("post_id").Scan(&rows).Error)
+		agg := "COUNT(*)"
+		if i == 3 {
+			agg = "COALESCE(SUM(score), 0)"
+		}
+		require.NoError(t, q.Select("post_id, "+agg+" AS n").Group("post_id").Scan(&rows).Error)
 		for _, r := range rows {
 			v := out[r.PostID]
 			v[i] = r.N
@@ -103,13 +111,13 @@ func TestCompositeChildCounterCache(t *testing.T) {
 		posts := ckDB(t, db)
 		p1, p2, p3 := posts[0].ID, posts[1].ID, posts[2].ID
 
-		c := CKComment{TenantID: 1, Seq: 1, PostID: p1, Published: true}
+		c := CKComment{TenantID: 1, Seq: 1, PostID: p1, Published: true, Score: 5}
 		require.NoError(t, db.Create(&c).Error)
 		ckCheck(t, db, "create")
-		assert.Equal(t, map[uint][3]int64{p1: {1, 2, 1}}, ckCounts(t, db))
+		assert.Equal(t, map[uint][4]int64{p1: {1, 2, 1, 5}}, ckCounts(t, db))
 
 		batch := []CKComment{
-			{TenantID: 1, Seq: 2, PostID: p1}, {TenantID: 2, Seq: 1, PostID: p1, Published: true},
+			{TenantID: 1, Seq: 2, PostID: p1, Score: 3}, {TenantID: 2, Seq: 1, PostID: p1, Published: true, Score: 7},
 			{TenantID: 2, Seq: 2, PostID: p2}, {TenantID: 1, Seq: 3, PostID: p2, Published: true},
 			{TenantID: 3, Seq: 1, PostID: p3},
 		}
@@ -132,6 +140,8 @@ func TestCompositeChildCounterCache(t *testing.T) {
 		ckCheck(t, db, "bulk move by condition")
 		require.NoError(t, db.Model(&CKComment{}).Where("post_id = ? AND tenant_id = ?", p3, 1).Update("published", false).Error)
 		ckCheck(t, db, "bulk flip by condition")
+		require.NoError(t, db.Model(&CKComment{}).Where("post_id = ?", p3).Update("score", gorm.Expr("score + ?", 10)).Error)
+		ckCheck(t, db, "bulk sum change")
 
 		c.PostID, c.Published = p1, true
 		require.NoError(t, db.Save(&c).Error) // an upsert of an existing key
@@ -222,7 +232,7 @@ func TestCompositeChildCounterCacheConcurrent(t *testing.T) {
 					var err error
 					switch {
 					case i < 3 || len(mine) == 0:
-						c := CKComment{TenantID: tenant, Seq: uint(seq.Add(1)), PostID: post, Published: (w+i)%2 == 0}
+						c := CKComment{TenantID: tenant, Seq: uint(seq.Add(1)), PostID: post, Published: (w+i)%2 == 0, Score: int64(i)}
 						if err = retryConflicts(func() error { return db.Create(&c).Error }); err == nil {
 							mine = append(mine, c)
 						}

@@ -100,12 +100,12 @@ type childCaches struct {
 	// fields in the same order.
 	key       meta.Key
 	keyFields []*schema.Field
-	deleted *schema.Field // soft-delete field (gorm.DeletedAt and the like), or nil
-	caches  []*counterCache
-	fks     []*schema.Field // distinct foreign key columns
-	sums    []*schema.Field // distinct sum columns
-	flags   []*clause.Expr  // conditions, one flag column each
-	totals  []*meta.Counter // distinct counters of the child that caches add up (SumCounter)
+	deleted   *schema.Field // soft-delete field (gorm.DeletedAt and the like), or nil
+	caches    []*counterCache
+	fks       []*schema.Field // distinct foreign key columns
+	sums      []*schema.Field // distinct sum columns
+	flags     []*clause.Expr  // conditions, one flag column each
+	totals    []*meta.Counter // distinct counters of the child that caches add up (SumCounter)
 	// watched are the columns whose change can move a count; nil when a
 	// condition makes every update a candidate.
 	watched map[string]bool

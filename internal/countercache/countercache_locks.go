@@ -39,6 +39,12 @@ import (
 // never was). In a REPEATABLE READ transaction whose snapshot is older than the
 // statement, the candidates are the rows of that snapshot that still match.
 //
+// A composite primary key (per-tenant comments) goes the same way with all
+// its columns: ORDER BY tenant_id, seq, and (tenant_id, seq) IN ((1,1),(1,2))
+// for the lock and the restriction, a range on the primary key on MariaDB
+// (EXPLAIN: type range, key PRIMARY). byPrimaryKey does not recognise
+// composite-key conditions, so such statements always take the two reads.
+//
 // SQLite has one writer: it keeps the single read. The cost is one more
 // SELECT per bulk statement.
 
