@@ -18,6 +18,7 @@ import (
 // weight 2), all (soft-deleted included) and the live ones' scores (Sum).
 type CKPost struct {
 	ID         uint
+	BlogID     uint        `gorm:"index"`
 	Comments   []CKComment `gorm:"foreignKey:PostID"`
 	Live       int64       `gorm:"-" slotted:"live"`
 	Published  int64       `gorm:"-" slotted:"published"`
@@ -296,5 +297,66 @@ func TestCompositeChildCounterCacheLockOrder(t *testing.T) {
 		}
 		assert.Equal(t, 1, r.count("UPDATE "+q("ck_comments")+" SET", rowIn), "the UPDATE restricted to the locked rows")
 		ckCheck(t, db, "bulk move")
+	})
+}
+
+// CKBlog adds up its posts' "live" counters (SumCounter): the composite-key
+// comments are the bottom level of the chain, under a single-key intermediate.
+type CKBlog struct {
+	ID    uint
+	Posts []CKPost `gorm:"foreignKey:BlogID"`
+	Live  int64    `gorm:"-" slotted:"live"`
+}
+
+func TestCompositeChildCounterCacheMultiLevel(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		posts := ckDB(t, db)
+		require.NoError(t, db.Migrator().DropTable(&CKBlog{}))
+		require.NoError(t, db.AutoMigrate(&CKBlog{}))
+		t.Cleanup(func() { _ = db.Migrator().DropTable(&CKBlog{}) })
+		require.NoError(t, slotted.CounterCache(db, &CKBlog{}, "Posts", "live", slotted.CacheOptions{SumCounter: "live"}))
+		blogs := []CKBlog{{ID: 1}, {ID: 2}}
+		require.NoError(t, db.Create(&blogs).Error)
+		require.NoError(t, db.Model(&CKPost{}).Where("id IN ?", []uint{posts[0].ID, posts[1].ID}).Update("blog_id", 1).Error)
+		require.NoError(t, db.Model(&CKPost{}).Where("id = ?", posts[2].ID).Update("blog_id", 2).Error)
+		blogLive := func() map[uint]int64 {
+			var got []CKBlog
+			require.NoError(t, db.Order("id").Find(&got).Error)
+			out := map[uint]int64{}
+			for _, b := range got {
+				out[b.ID] = b.Live
+			}
+			return out
+		}
+		want := func() map[uint]int64 {
+			out := map[uint]int64{1: 0, 2: 0}
+			var ps []CKPost
+			require.NoError(t, db.Find(&ps).Error)
+			for _, p := range ps {
+				if p.BlogID != 0 {
+					out[p.BlogID] += p.Live
+				}
+			}
+			return out
+		}
+		require.NoError(t, db.Create(&[]CKComment{
+			{TenantID: 1, Seq: 1, PostID: posts[0].ID}, {TenantID: 2, Seq: 1, PostID: posts[1].ID}, {TenantID: 1, Seq: 2, PostID: posts[2].ID},
+		}).Error)
+		assert.Equal(t, map[uint]int64{1: 2, 2: 1}, blogLive(), "creates")
+		require.NoError(t, db.Model(&CKComment{TenantID: 1, Seq: 1}).Update("post_id", posts[2].ID).Error)
+		assert.Equal(t, map[uint]int64{1: 1, 2: 2}, blogLive(), "a comment moving blog through its post")
+		require.NoError(t, db.Where("post_id = ?", posts[2].ID).Delete(&CKComment{}).Error)
+		assert.Equal(t, map[uint]int64{1: 1, 2: 0}, blogLive(), "bulk delete")
+		require.NoError(t, db.Model(&CKPost{}).Where("id = ?", posts[1].ID).Update("blog_id", 2).Error)
+		assert.Equal(t, map[uint]int64{1: 0, 2: 1}, blogLive(), "the post moving blog carries its total")
+		assert.Equal(t, want(), blogLive())
+		ckCheck(t, db, "multi-level")
+		require.NoError(t, db.Exec("UPDATE ck_comments SET post_id = ? WHERE tenant_id = ? AND seq = ?", posts[0].ID, 2, 1).Error)
+		_, err := slotted.FixAll(db, &CKPost{})
+		require.NoError(t, err)
+		_, err = slotted.FixAll(db, &CKBlog{})
+		require.NoError(t, err)
+		assert.Equal(t, map[uint]int64{1: 1, 2: 0}, blogLive(), "after FixAll")
+		ckCheck(t, db, "after FixAll")
 	})
 }
