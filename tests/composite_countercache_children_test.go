@@ -360,3 +360,35 @@ func TestCompositeChildCounterCacheMultiLevel(t *testing.T) {
 		ckCheck(t, db, "after FixAll")
 	})
 }
+
+// Concurrent upserts (Save) of the same new composite keys count each row once.
+func TestCompositeChildCounterCacheConcurrentSave(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		posts := ckDB(t, db)
+		limitConns(t, db)
+		const writers = 16
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*3)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range 3 {
+					c := CKComment{TenantID: uint(k%2 + 1), Seq: uint(k + 1), PostID: posts[(w+k)%len(posts)].ID, Published: w%2 == 0, Score: int64(w)}
+					if err := retryConflicts(func() error { return db.Save(&c).Error }); err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		var n int64
+		require.NoError(t, db.Model(&CKComment{}).Count(&n).Error)
+		assert.EqualValues(t, 3, n)
+		ckCheck(t, db, "after concurrent saves")
+	})
+}
