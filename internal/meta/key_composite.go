@@ -192,10 +192,22 @@ func (k Key) In(table string, keys []any) clause.Expression {
 	if k.Parts == nil {
 		return clause.IN{Column: clause.Column{Table: table, Name: k.Column}, Values: keys}
 	}
-	if len(keys) == 0 {
+	switch len(keys) {
+	case 0:
 		// gorm writes an empty IN as "IN (NULL)", one term, which a row of
 		// several is not compared with (SQLite refuses the statement).
 		return clause.Expr{SQL: "1 = 0"}
+	case 1:
+		// Column by column: MariaDB 10.11 plans an UPDATE or DELETE with a
+		// one-row (a, b) IN ((?, ?)) as a full scan (EXPLAIN: type index /
+		// ALL), locking every row; with several rows, or as equalities, it
+		// is a range on the key.
+		parts := keys[0].([]any)
+		eqs := make([]clause.Expression, len(k.Parts))
+		for i, p := range k.Parts {
+			eqs[i] = clause.Eq{Column: clause.Column{Table: table, Name: p.Column}, Value: parts[i]}
+		}
+		return clause.And(eqs...)
 	}
 	cols := make([]clause.Column, len(k.Parts))
 	for i, p := range k.Parts {
