@@ -139,6 +139,17 @@ func TestCompositeChildCounterCache(t *testing.T) {
 
 		require.NoError(t, db.Model(&CKComment{}).Where("post_id = ?", p2).Update("post_id", p3).Error)
 		ckCheck(t, db, "bulk move by condition")
+		// Part of a key: gorm updates every row with that part, as counted.
+		require.NoError(t, db.Model(&CKComment{TenantID: 2}).Update("post_id", p1).Error)
+		ckCheck(t, db, "move by a key's first column")
+		var tenant2 []CKComment
+		require.NoError(t, db.Find(&tenant2, "tenant_id = ?", 2).Error)
+		require.Len(t, tenant2, 2)
+		for _, c := range tenant2 {
+			assert.Equal(t, p1, c.PostID)
+		}
+		require.NoError(t, db.Model(&CKComment{Seq: 1}).Update("published", true).Error)
+		ckCheck(t, db, "flip by a key's second column")
 		require.NoError(t, db.Model(&CKComment{}).Where("post_id = ? AND tenant_id = ?", p3, 1).Update("published", false).Error)
 		ckCheck(t, db, "bulk flip by condition")
 		require.NoError(t, db.Model(&CKComment{}).Where("post_id = ?", p3).Update("score", gorm.Expr("score + ?", 10)).Error)

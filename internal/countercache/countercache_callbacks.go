@@ -439,7 +439,19 @@ func (cc *childCaches) restricted(s *gorm.Statement) bool {
 func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *gorm.DB, bool) {
 	s := db.Statement
 	var conds []clause.Expression
+	deleting := slices.Contains(s.BuildClauses, "DELETE")
 	keysOf := func(v reflect.Value) {
+		if cc.key.Parts != nil && !deleting && v.Kind() == reflect.Struct {
+			// gorm's UPDATE of one struct conditions on its non-zero key
+			// columns, each alone: Model(&Comment{TenantID: 1}) updates the
+			// tenant's every row, not the key (1, 0).
+			for _, f := range cc.keyFields {
+				if k, zero := f.ValueOf(s.Context, v); !zero {
+					conds = append(conds, clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: k})
+				}
+			}
+			return
+		}
 		var keys []any
 		meta.EachStruct(v, func(r reflect.Value) {
 			if k, ok := cc.keyOf(s.Context, r); ok {
@@ -451,7 +463,7 @@ func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *go
 		}
 	}
 	keysOf(s.ReflectValue)
-	if s.Model != nil && s.Model != s.Dest && slices.Contains(s.BuildClauses, "DELETE") {
+	if s.Model != nil && s.Model != s.Dest && deleting {
 		keysOf(reflect.ValueOf(s.Model))
 	}
 	where, hasWhere := s.Clauses["WHERE"]
