@@ -487,9 +487,10 @@ func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *go
 	}, true
 }
 
-// keyIn restricts to primary keys: a row-value (a, b) IN ((?, ?), ...) for a
-// composite key, which MySQL/MariaDB, PostgreSQL and SQLite (3.15+) all take,
-// as gorm's own Delete of a composite-key struct writes it.
+// keyIn restricts to primary keys: for a composite key a row-value (a, b) IN
+// ((?, ?), ...), which MySQL/MariaDB, PostgreSQL and SQLite (3.15+) all take
+// (gorm's own Delete of composite-key structs writes it), and one key as
+// a = ? AND b = ? (see meta.Key.In).
 func keyIn(cc *childCaches, keys []any) clause.Expression {
 	return cc.key.In(clause.CurrentTable, keys)
 }

@@ -43,8 +43,9 @@ import (
 // its columns: ORDER BY tenant_id, seq, and (tenant_id, seq) IN ((1,1),(1,2))
 // for the lock and the restriction, a range on the primary key on MariaDB
 // (EXPLAIN: type range, key PRIMARY); one key as tenant_id = 1 AND seq = 2
-// (meta.Key.In: MariaDB scans the table for a one-row IN in an UPDATE). byPrimaryKey does not recognise
-// composite-key conditions, so such statements always take the two reads.
+// (meta.Key.In: MariaDB scans the table for a one-row IN in an UPDATE).
+// byPrimaryKey does not recognise composite-key conditions, so such
+// statements always take the two reads.
 //
 // SQLite has one writer: it keeps the single read. The cost is one more
 // SELECT per bulk statement.
