@@ -2,6 +2,7 @@ package tests
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -423,5 +424,52 @@ func TestCompositeChildCounterCacheConcurrentSave(t *testing.T) {
 		require.NoError(t, db.Model(&CKComment{}).Count(&n).Error)
 		assert.EqualValues(t, 3, n)
 		ckCheck(t, db, "after concurrent saves")
+	})
+}
+
+// Composite keys on both sides: a tenant's teams (org_id, slug) count their
+// members (org_id, seq), whose foreign key (org_id, team_slug) shares org_id
+// with their own key.
+type CKTeam struct {
+	OrgID   uint       `gorm:"primaryKey;autoIncrement:false"`
+	Slug    string     `gorm:"primaryKey;size:64"`
+	Members []CKMember `gorm:"foreignKey:OrgID,TeamSlug;references:OrgID,Slug"`
+	Count   int64      `gorm:"-" slotted:"members"`
+}
+
+type CKMember struct {
+	OrgID    uint    `gorm:"primaryKey;autoIncrement:false"`
+	Seq      uint    `gorm:"primaryKey;autoIncrement:false"`
+	TeamSlug *string `gorm:"size:64"`
+}
+
+func TestCompositeChildOfCompositeParent(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		require.NoError(t, db.Migrator().DropTable(&CKMember{}, &CKTeam{}))
+		require.NoError(t, db.AutoMigrate(&CKTeam{}, &CKMember{}))
+		t.Cleanup(func() { _ = db.Migrator().DropTable(&CKMember{}, &CKTeam{}) })
+		require.NoError(t, slotted.CounterCache(db, &CKTeam{}, "Members", "members"))
+		require.NoError(t, db.Create(&[]CKTeam{{OrgID: 1, Slug: "a"}, {OrgID: 1, Slug: "b"}, {OrgID: 2, Slug: "a"}, {OrgID: 2, Slug: "b"}}).Error)
+		counts := func() map[string]int64 {
+			var teams []CKTeam
+			require.NoError(t, db.Order("org_id, slug").Find(&teams).Error)
+			out := map[string]int64{}
+			for _, tm := range teams {
+				out[fmt.Sprintf("%d/%s", tm.OrgID, tm.Slug)] = tm.Count
+			}
+			return out
+		}
+		require.NoError(t, db.Create(&[]CKMember{{OrgID: 1, Seq: 1, TeamSlug: slug("a")}, {OrgID: 1, Seq: 2, TeamSlug: slug("a")}, {OrgID: 2, Seq: 1, TeamSlug: slug("a")}}).Error)
+		assert.Equal(t, map[string]int64{"1/a": 2, "1/b": 0, "2/a": 1, "2/b": 0}, counts())
+		require.NoError(t, db.Model(&CKMember{OrgID: 1, Seq: 2}).Update("team_slug", "b").Error)
+		assert.Equal(t, map[string]int64{"1/a": 1, "1/b": 1, "2/a": 1, "2/b": 0}, counts())
+		require.NoError(t, db.Model(&CKMember{}).Where("team_slug = ?", "a").Update("team_slug", "b").Error)
+		assert.Equal(t, map[string]int64{"1/a": 0, "1/b": 2, "2/a": 0, "2/b": 1}, counts(), "each member to its own org's team b")
+		require.NoError(t, db.Delete(&CKMember{OrgID: 1, Seq: 1}).Error)
+		assert.Equal(t, map[string]int64{"1/a": 0, "1/b": 1, "2/a": 0, "2/b": 1}, counts())
+		require.NoError(t, db.Exec("UPDATE ck_members SET team_slug = ? WHERE org_id = ?", "a", 2).Error)
+		_, err := slotted.FixAll(db, &CKTeam{})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int64{"1/a": 0, "1/b": 1, "2/a": 1, "2/b": 0}, counts(), "after FixAll")
 	})
 }
