@@ -20,7 +20,7 @@ var (
 	// empty), so there is no record_id to count under.
 	ErrMissingPrimaryKey = errs.ErrMissingPrimaryKey
 	// ErrUnsupportedModel: the value is not a (pointer to a) struct, slice of structs, or has no primary key, or
-	// a composite one where it is not supported (a counter cache's child).
+	// a composite one where it is not supported (a counter cache's child that a SumCounter cache adds up).
 	ErrUnsupportedModel = errs.ErrUnsupportedModel
 	// ErrUnsupportedKey: the primary key's Go type cannot be turned into a record_id (or RefOfKey's parts do not
 	// fit the model's key columns), or a key (record_id,

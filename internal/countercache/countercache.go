@@ -1,6 +1,7 @@
 package countercache
 
 import (
+	"context"
 	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
@@ -93,14 +94,18 @@ type counterCache struct {
 // childCaches is everything the callbacks need about one child model: its
 // counter caches and the columns an image of one of its rows reads.
 type childCaches struct {
-	schema  *schema.Schema
-	key     *schema.Field // single primary key: images are selected and restricted by it
-	deleted *schema.Field // soft-delete field (gorm.DeletedAt and the like), or nil
-	caches  []*counterCache
-	fks     []*schema.Field // distinct foreign key columns
-	sums    []*schema.Field // distinct sum columns
-	flags   []*clause.Expr  // conditions, one flag column each
-	totals  []*meta.Counter // distinct counters of the child that caches add up (SumCounter)
+	schema *schema.Schema
+	// key is the primary key, one column or several (meta.RowKey): images
+	// are selected, ordered, locked and restricted by it; keyFields are its
+	// fields in the same order.
+	key       meta.Key
+	keyFields []*schema.Field
+	deleted   *schema.Field // soft-delete field (gorm.DeletedAt and the like), or nil
+	caches    []*counterCache
+	fks       []*schema.Field // distinct foreign key columns
+	sums      []*schema.Field // distinct sum columns
+	flags     []*clause.Expr  // conditions, one flag column each
+	totals    []*meta.Counter // distinct counters of the child that caches add up (SumCounter)
 	// watched are the columns whose change can move a count; nil when a
 	// condition makes every update a candidate.
 	watched map[string]bool
@@ -143,7 +148,7 @@ func (p *Caches) cacheOf(c *meta.Counter) *counterCache {
 // newChildCaches lays out the image columns of a child's caches. The caches
 // are fresh copies: a registration never changes what a running callback reads.
 func newChildCaches(s *schema.Schema, caches []*counterCache) *childCaches {
-	cc := &childCaches{schema: s, key: s.PrimaryFields[0], watched: map[string]bool{}}
+	cc := &childCaches{schema: s, key: meta.RowKey(s.PrimaryFields), keyFields: s.PrimaryFields, watched: map[string]bool{}}
 	for _, f := range s.Fields {
 		if f.DBName == "" {
 			continue
@@ -194,6 +199,79 @@ func newChildCaches(s *schema.Schema, caches []*counterCache) *childCaches {
 		cc.watched = nil // a condition may read any column
 	}
 	return cc
+}
+
+// keyOf returns the primary key of child struct v as Key.In binds it (a
+// composite key's parts as []any); ok is false when every part is zero, the
+// structs gorm's own primary-key conditions pass over.
+func (cc *childCaches) keyOf(ctx context.Context, v reflect.Value) (k any, ok bool) {
+	if len(cc.keyFields) == 1 {
+		k, zero := cc.keyFields[0].ValueOf(ctx, v)
+		return k, !zero
+	}
+	parts := make([]any, len(cc.keyFields))
+	for i, f := range cc.keyFields {
+		var zero bool
+		parts[i], zero = f.ValueOf(ctx, v)
+		ok = ok || !zero
+	}
+	return parts, ok
+}
+
+// keyDests returns scan destinations for the key's columns (key.Columns()
+// order); scannedKey turns them into a key as keyOf returns it.
+func (cc *childCaches) keyDests() []any {
+	dests := make([]any, len(cc.keyFields))
+	for i, f := range cc.keyFields {
+		dests[i] = reflect.New(f.FieldType).Interface()
+	}
+	return dests
+}
+
+func (cc *childCaches) scannedKey(dests []any) any {
+	if len(dests) == 1 {
+		return reflect.ValueOf(dests[0]).Elem().Interface()
+	}
+	parts := make([]any, len(dests))
+	for i, d := range dests {
+		parts[i] = reflect.ValueOf(d).Elem().Interface()
+	}
+	return parts
+}
+
+// keyColumns selects the key's columns, in keyDests' order.
+func (cc *childCaches) keyColumns() []any {
+	cols := cc.key.ColumnsIn(clause.CurrentTable)
+	out := make([]any, len(cols))
+	for i, c := range cols {
+		out[i] = c
+	}
+	return out
+}
+
+// keyOrder is ascending key order, column by column: the order rows are
+// locked in, by every locking read that restricts to keys.
+func (cc *childCaches) keyOrder() clause.OrderBy { return cc.key.OrderBy(clause.CurrentTable, false) }
+
+// keyID is a key's text for lockKeys' lock rows: fkID's form, and for a
+// composite key its parts joined as a composite record_id.
+func (cc *childCaches) keyID(k any) (string, bool, error) {
+	if cc.key.Parts == nil {
+		return fkID(k)
+	}
+	parts := k.([]any)
+	texts := make([]string, len(parts))
+	for i, part := range parts {
+		var err error
+		if texts[i], _, err = fkID(part); err != nil {
+			return "", false, err
+		}
+	}
+	id := meta.JoinKeyParts(texts)
+	if err := meta.CheckKey("record id", id); err != nil {
+		return "", false, err
+	}
+	return id, true, nil
 }
 
 // fkSupported reports whether fkID can turn values of a foreign key's type

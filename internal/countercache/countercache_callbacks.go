@@ -151,7 +151,7 @@ func (p *Caches) cacheBeforeCreate(db *gorm.DB) {
 	op := &cacheOp{cc: cc, deltas: deltas{}, paired: true, totalsLater: !nestedSaves(s)}
 	var keys []any
 	meta.EachStruct(s.ReflectValue, func(v reflect.Value) {
-		if k, zero := cc.key.ValueOf(s.Context, v); !zero {
+		if k, ok := cc.keyOf(s.Context, v); ok {
 			keys = append(keys, k)
 		}
 	})
@@ -190,7 +190,7 @@ func (p *Caches) lockKeys(db *gorm.DB, cc *childCaches, op *cacheOp, keys []any)
 		typ = typ[:errs.MaxKeyLen]
 	}
 	for _, k := range keys {
-		id, ok, err := fkID(k)
+		id, ok, err := cc.keyID(k)
 		if err != nil {
 			return err
 		}
@@ -277,7 +277,7 @@ func (p *Caches) cacheAfterCreate(db *gorm.DB) {
 		// the INSERT (Omit, Select) holds.
 		var keys []any
 		meta.EachStruct(s.ReflectValue, func(v reflect.Value) {
-			if k, zero := cc.key.ValueOf(s.Context, v); !zero {
+			if k, ok := cc.keyOf(s.Context, v); ok {
 				keys = append(keys, k)
 			}
 		})
@@ -359,7 +359,7 @@ func (p *Caches) cacheBeforeChange(db *gorm.DB) {
 		if keys, ok = p.candidateKeys(db, cc, s.Unscoped, scope); ok {
 			op.recheck = where
 			scope = func(q *gorm.DB) *gorm.DB {
-				return q.Where(keyIn(cc, keys)).Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}})
+				return q.Where(keyIn(cc, keys)).Order(cc.keyOrder())
 			}
 		} else if db.Error != nil {
 			return
@@ -439,10 +439,22 @@ func (cc *childCaches) restricted(s *gorm.Statement) bool {
 func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *gorm.DB, bool) {
 	s := db.Statement
 	var conds []clause.Expression
+	deleting := slices.Contains(s.BuildClauses, "DELETE")
 	keysOf := func(v reflect.Value) {
+		if cc.key.Parts != nil && !deleting && v.Kind() == reflect.Struct {
+			// gorm's UPDATE of one struct conditions on its non-zero key
+			// columns, each alone: Model(&Comment{TenantID: 1}) updates the
+			// tenant's every row, not the key (1, 0).
+			for _, f := range cc.keyFields {
+				if k, zero := f.ValueOf(s.Context, v); !zero {
+					conds = append(conds, clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: k})
+				}
+			}
+			return
+		}
 		var keys []any
 		meta.EachStruct(v, func(r reflect.Value) {
-			if k, zero := cc.key.ValueOf(s.Context, r); !zero {
+			if k, ok := cc.keyOf(s.Context, r); ok {
 				keys = append(keys, k)
 			}
 		})
@@ -451,7 +463,7 @@ func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *go
 		}
 	}
 	keysOf(s.ReflectValue)
-	if s.Model != nil && s.Model != s.Dest && slices.Contains(s.BuildClauses, "DELETE") {
+	if s.Model != nil && s.Model != s.Dest && deleting {
 		keysOf(reflect.ValueOf(s.Model))
 	}
 	where, hasWhere := s.Clauses["WHERE"]
@@ -475,8 +487,12 @@ func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *go
 	}, true
 }
 
-func keyIn(cc *childCaches, keys []any) clause.IN {
-	return clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}, Values: keys}
+// keyIn restricts to primary keys: for a composite key a row-value (a, b) IN
+// ((?, ?), ...), which MySQL/MariaDB, PostgreSQL and SQLite (3.15+) all take
+// (gorm's own Delete of composite-key structs writes it), and one key as
+// a = ? AND b = ? (see meta.Key.In).
+func keyIn(cc *childCaches, keys []any) clause.Expression {
+	return cc.key.In(clause.CurrentTable, keys)
 }
 
 // readImagesByKey reads the images of rows by primary key (soft-deleted ones

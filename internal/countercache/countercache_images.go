@@ -59,7 +59,9 @@ func (p *Caches) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 		sel.WriteString("?")
 		vars = append(vars, clause.Column{Table: clause.CurrentTable, Name: name})
 	}
-	col(cc.key.DBName)
+	for _, name := range cc.key.Columns() {
+		col(name)
+	}
 	for _, f := range cc.fks {
 		col(f.DBName)
 	}
@@ -91,7 +93,8 @@ func (p *Caches) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 	}
 	defer rows.Close()
 	dest := make([]any, 0, len(vars))
-	dest = append(dest, reflect.New(cc.key.FieldType).Interface())
+	keyDests := cc.keyDests()
+	dest = append(dest, keyDests...)
 	// Pointers to pointers: a NULL (a column a raw INSERT left out) scans as nil.
 	for _, f := range cc.fks {
 		dest = append(dest, nullable(f))
@@ -119,7 +122,7 @@ func (p *Caches) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 			continue // left the statement's conditions before it was locked: not changed, not counted
 		}
 		img := image{alive: true, flags: make([]bool, len(flags))}
-		i := 1
+		i := len(keyDests)
 		for range cc.fks {
 			img.fks = append(img.fks, scanned(dest[i]))
 			i++
@@ -135,7 +138,7 @@ func (p *Caches) readImages(db *gorm.DB, cc *childCaches, op *cacheOp, sign int6
 		for j, f := range flags {
 			img.flags[j] = f != 0
 		}
-		op.keys = append(op.keys, reflect.ValueOf(dest[0]).Elem().Interface())
+		op.keys = append(op.keys, cc.scannedKey(keyDests))
 		if len(cc.totals) > 0 {
 			pending = append(pending, img) // counted once the totals are read
 			continue

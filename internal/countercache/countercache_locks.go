@@ -2,6 +2,7 @@ package countercache
 
 import (
 	"reflect"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -37,6 +38,14 @@ import (
 // them is not changed either (as a row inserted after the single locking read
 // never was). In a REPEATABLE READ transaction whose snapshot is older than the
 // statement, the candidates are the rows of that snapshot that still match.
+//
+// A composite primary key (per-tenant comments) goes the same way with all
+// its columns: ORDER BY tenant_id, seq, and (tenant_id, seq) IN ((1,1),(1,2))
+// for the lock and the restriction, a range on the primary key on MariaDB
+// (EXPLAIN: type range, key PRIMARY); one key as tenant_id = 1 AND seq = 2
+// (meta.Key.In: MariaDB scans the table for a one-row IN in an UPDATE).
+// byPrimaryKey does not recognise composite-key conditions, so such
+// statements always take the two reads.
 //
 // SQLite has one writer: it keeps the single read. The cost is one more
 // SELECT per bulk statement.
@@ -93,12 +102,12 @@ func byPrimaryKey(s *gorm.Statement, exprs []clause.Expression) bool {
 // restrictLimit (the statement is then not restricted, and the rows are
 // locked by its own conditions).
 func (p *Caches) candidateKeys(db *gorm.DB, cc *childCaches, unscoped bool, scope func(*gorm.DB) *gorm.DB) (keys []any, ok bool) {
-	key := clause.Column{Table: clause.CurrentTable, Name: cc.key.DBName}
-	q := session.WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select("?", key)
+	cols := cc.keyColumns()
+	q := session.WithoutFill(session.Routed(db)).Model(reflect.New(cc.schema.ModelType).Interface()).Select(strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "), cols...)
 	if unscoped {
 		q = q.Unscoped()
 	}
-	q = scope(q).Order(clause.OrderByColumn{Column: key}).Limit(restrictLimit + 1)
+	q = scope(q).Order(cc.keyOrder()).Limit(restrictLimit + 1)
 	rows, err := q.Rows()
 	if err != nil {
 		_ = db.AddError(err)
@@ -106,12 +115,12 @@ func (p *Caches) candidateKeys(db *gorm.DB, cc *childCaches, unscoped bool, scop
 	}
 	defer rows.Close()
 	for rows.Next() {
-		k := reflect.New(cc.key.FieldType)
-		if err := rows.Scan(k.Interface()); err != nil {
+		dests := cc.keyDests()
+		if err := rows.Scan(dests...); err != nil {
 			_ = db.AddError(err)
 			return nil, false
 		}
-		keys = append(keys, k.Elem().Interface())
+		keys = append(keys, cc.scannedKey(dests))
 	}
 	if err := rows.Err(); err != nil {
 		_ = db.AddError(err)

@@ -66,6 +66,11 @@ func (p *Caches) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schem
 	if spec.Sum != "" {
 		return fmt.Errorf("%w: SumCounter %q and Sum %q cannot be combined", errs.ErrInvalidConfig, spec.SumCounter, spec.Sum)
 	}
+	if len(child.PrimaryFields) != 1 {
+		// Its totals are read and propagated by record_id and joined to the
+		// level below by one key column (throughQuery).
+		return fmt.Errorf("%w: SumCounter %q: %s has a composite primary key; adding up an intermediate's counter needs a single-column key", errs.ErrUnsupportedModel, spec.SumCounter, child.Name)
+	}
 	m, err := p.models.OfSchema(db, child)
 	if err != nil {
 		return err
@@ -149,7 +154,7 @@ func (p *Caches) propagate(db *gorm.DB, d deltas) error {
 			op := &cacheOp{cc: l.cc, deltas: next, share: true, propagate: l.changes}
 			for chunk := range slices.Chunk(keys, tables.LoadChunk) {
 				byKey := func(q *gorm.DB) *gorm.DB {
-					return q.Where(keyIn(l.cc, chunk)).Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: l.cc.key.DBName}})
+					return q.Where(keyIn(l.cc, chunk)).Order(l.cc.keyOrder())
 				}
 				if err := p.readImages(db, l.cc, op, +1, true, byKey); err != nil {
 					return err
@@ -476,7 +481,7 @@ func (p *Caches) throughQuery(tx *gorm.DB, c *counterCache, filter func(clause.C
 		if lower == nil {
 			return nil, 0, fmt.Errorf("%w: SumCounter: %q is no longer a counter cache", errs.ErrInvalidConfig, c.through.Name)
 		}
-		key := clause.Column{Table: clause.CurrentTable, Name: c.child.key.DBName}
+		key := clause.Column{Table: clause.CurrentTable, Name: c.child.key.Column} // a single column: sumCounterOf refuses composite keys
 		// The intermediate keys narrow the lower level's scan to its index on the foreign key.
 		narrow := session.WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).Unscoped().Select("?", key).Where(filter(fk))
 		inner, w, err := p.throughQuery(tx, lower, func(lfk clause.Column) clause.Expression {

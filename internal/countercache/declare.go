@@ -79,8 +79,8 @@ func (p *Caches) Declare(db *gorm.DB, model any, association, counter string, sp
 	if err := fkSupported(ref.ForeignKey.FieldType); err != nil {
 		return fmt.Errorf("%w: %s.%s: %v", errs.ErrInvalidConfig, childSchema.Name, ref.ForeignKey.Name, err)
 	}
-	if len(childSchema.PrimaryFields) != 1 {
-		return fmt.Errorf("%w: %s: counter cache children need a single-column primary key", errs.ErrUnsupportedModel, childSchema.Name)
+	if len(childSchema.PrimaryFields) == 0 {
+		return fmt.Errorf("%w: %s: counter cache children need a primary key", errs.ErrUnsupportedModel, childSchema.Name)
 	}
 	cc := &counterCache{parent: parent, counter: c, fk: ref.ForeignKey, fkParts: fkParts, where: spec.Where, match: spec.Match, weight: 1, deleted: spec.WithDeleted}
 	if spec.Weight != 0 {

@@ -47,6 +47,24 @@ func newCompositeKey(s *schema.Schema) (Key, error) {
 	return k, nil
 }
 
+// RowKey is the key of a table's rows by their primary-key fields, one or
+// several, for selecting, ordering and restricting rows (In, OrderBy,
+// Columns): a counter cache's children, whose keys never become a record_id,
+// so no part type is refused.
+func RowKey(fields []*schema.Field) Key {
+	part := func(f *schema.Field) Key {
+		return Key{Column: f.DBName, Index: f.StructField.Index, Type: f.FieldType, Kind: f.FieldType.Kind()}
+	}
+	if len(fields) == 1 {
+		return part(fields[0])
+	}
+	k := Key{Kind: reflect.Invalid, Parts: make([]Key, len(fields))}
+	for i, f := range fields {
+		k.Parts[i] = part(f)
+	}
+	return k
+}
+
 // joinKeyParts encodes formatted parts as one record_id.
 func JoinKeyParts(parts []string) string {
 	var b strings.Builder
@@ -173,6 +191,23 @@ func (k Key) Columns() []string {
 func (k Key) In(table string, keys []any) clause.Expression {
 	if k.Parts == nil {
 		return clause.IN{Column: clause.Column{Table: table, Name: k.Column}, Values: keys}
+	}
+	switch len(keys) {
+	case 0:
+		// gorm writes an empty IN as "IN (NULL)", one term, which a row of
+		// several is not compared with (SQLite refuses the statement).
+		return clause.Expr{SQL: "1 = 0"}
+	case 1:
+		// Column by column: MariaDB 10.11 plans an UPDATE or DELETE with a
+		// one-row (a, b) IN ((?, ?)) as a full scan (EXPLAIN: type index /
+		// ALL), locking every row; with several rows, or as equalities, it
+		// is a range on the key.
+		parts := keys[0].([]any)
+		eqs := make([]clause.Expression, len(k.Parts))
+		for i, p := range k.Parts {
+			eqs[i] = clause.Eq{Column: clause.Column{Table: table, Name: p.Column}, Value: parts[i]}
+		}
+		return clause.And(eqs...)
 	}
 	cols := make([]clause.Column, len(k.Parts))
 	for i, p := range k.Parts {

@@ -3,6 +3,8 @@ package meta
 import (
 	"strings"
 	"testing"
+
+	"gorm.io/gorm/clause"
 )
 
 // The encoding is one-to-one and SplitKeyID inverts it, whatever the parts hold.
@@ -32,5 +34,23 @@ func TestCompositeKeyEncodingRoundTrips(t *testing.T) {
 		if _, err := SplitKeyID(bad); err == nil {
 			t.Errorf("SplitKeyID(%q) accepted an id no key encodes", bad)
 		}
+	}
+}
+
+// A composite key's In: nothing for no keys, equalities for one (MariaDB
+// scans a whole table for an UPDATE by a one-row (a, b) IN), a row-value IN
+// for several.
+func TestCompositeKeyIn(t *testing.T) {
+	k := Key{Parts: []Key{{Column: "tenant_id"}, {Column: "seq"}}}
+	if e, ok := k.In("t", nil).(clause.Expr); !ok || e.SQL != "1 = 0" {
+		t.Errorf("no keys: %#v", k.In("t", nil))
+	}
+	and, ok := k.In("t", []any{[]any{1, 2}}).(clause.AndConditions)
+	if !ok || len(and.Exprs) != 2 || and.Exprs[1] != (clause.Eq{Column: clause.Column{Table: "t", Name: "seq"}, Value: 2}) {
+		t.Errorf("one key: %#v", k.In("t", []any{[]any{1, 2}}))
+	}
+	in, ok := k.In("t", []any{[]any{1, 2}, []any{3, 4}}).(clause.IN)
+	if cols, isRow := in.Column.([]clause.Column); !ok || !isRow || len(cols) != 2 || len(in.Values) != 2 {
+		t.Errorf("two keys: %#v", in)
 	}
 }
