@@ -508,9 +508,11 @@ func beginOwnTx(db *gorm.DB) {
 }
 
 func (p *Caches) endOwnTx(db *gorm.DB) {
-	// Only children of a counter cache begin one; checking that first keeps
+	// Only the models a counter cache watches begin one (children, join
+	// tables, far sides, many-to-many sides); checking that first keeps
 	// InstanceGet's allocation off every other model's statements.
-	if s := db.Statement; s.Schema == nil || (p.childCachesOf(s.Schema.ModelType) == nil && p.joinOf(s) == nil) {
+	if s := db.Statement; s.Schema == nil || (p.childCachesOf(s.Schema.ModelType) == nil && p.joinOf(s) == nil &&
+		p.farsOf(s.Schema.ModelType) == nil && p.sidesOf(s.Schema.ModelType) == nil) {
 		return
 	}
 	if _, ok := db.InstanceGet(ownTxKey); !ok {
