@@ -868,3 +868,33 @@ func TestCounterCacheMany2ManyFarSoftDeleteType(t *testing.T) {
 		t.Log(err)
 	})
 }
+
+// gorm's Save of a soft-deleted note finds no live row to update and falls
+// back to an upsert (ON CONFLICT UPDATE ALL), which restores it; a Save of a
+// slice upserts too, and soft-deletes a note whose DeletedAt is set.
+func TestCounterCacheMany2ManySaveRestore(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2NotesDB(t, db)
+		label := M2Label{Name: "l"}
+		require.NoError(t, db.Create(&label).Error)
+		note := M2Note{Title: "n", Tags: []M2Label{label}}
+		require.NoError(t, db.Create(&note).Error)
+		require.NoError(t, db.Delete(&note).Error)
+		assertNotes(t, db, "soft deleted")
+		note.Tags = nil
+		note.DeletedAt = gorm.DeletedAt{}
+		require.NoError(t, db.Save(&note).Error)
+		var n M2Note
+		require.NoError(t, db.First(&n, note.ID).Error)
+		assertNotes(t, db, "restored by Save")
+		n.DeletedAt = gorm.DeletedAt{Time: time.Now(), Valid: true}
+		require.NoError(t, db.Save(&[]M2Note{n}).Error)
+		assertNotes(t, db, "soft deleted by Save of a slice")
+		var l M2Label
+		require.NoError(t, db.First(&l, label.ID).Error)
+		assert.Equal(t, [2]int64{0, 1}, [2]int64{l.Count, l.Other})
+		n.DeletedAt = gorm.DeletedAt{}
+		require.NoError(t, db.Session(&gorm.Session{SkipDefaultTransaction: true}).Save(&[]M2Note{n}).Error)
+		assertNotes(t, db, "restored by Save of a slice without the default transaction")
+	})
+}

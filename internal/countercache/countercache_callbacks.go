@@ -127,6 +127,11 @@ func (p *Caches) cacheBeforeCreate(db *gorm.DB) {
 		p.joinBeforeCreate(db, jc)
 		return
 	}
+	if links := p.farsOf(s.Schema.ModelType); links != nil && upsert && !otherTable(s) {
+		if p.farBeforeUpsert(db, links); db.Error != nil {
+			return
+		}
+	}
 	cc := p.childCachesOf(s.Schema.ModelType)
 	if cc == nil || otherTable(s) {
 		return
@@ -250,6 +255,11 @@ func (p *Caches) cacheAfterCreate(db *gorm.DB) {
 	if jc := p.joinOf(s); jc != nil {
 		p.joinAfterCreate(db)
 		return
+	}
+	if upsert && p.farsOf(s.Schema.ModelType) != nil {
+		if p.farAfterChange(db); db.Error != nil {
+			return
+		}
 	}
 	cc := p.childCachesOf(s.Schema.ModelType)
 	if cc == nil || otherTable(s) {

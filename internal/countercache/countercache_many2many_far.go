@@ -200,6 +200,41 @@ func (p *Caches) farBeforeChange(db *gorm.DB, links []farLink, deleting bool) {
 	db.InstanceSet(farOpKey, op)
 }
 
+// farBeforeUpsert locks and reads the far-side rows an upsert may update
+// (by the keys of its structs): gorm's Save of a soft-deleted record, whose
+// UPDATE finds no live row, falls back to INSERT ... ON CONFLICT UPDATE ALL,
+// which restores it (or soft-deletes one). farAfterChange follows.
+func (p *Caches) farBeforeUpsert(db *gorm.DB, links []farLink) {
+	s := db.Statement
+	if oc, _ := s.Clauses["ON CONFLICT"].Expression.(clause.OnConflict); oc.DoNothing {
+		return
+	}
+	f := links[0].far
+	var keys []any
+	meta.EachStruct(s.ReflectValue, func(r reflect.Value) {
+		if k, zero := f.key.ValueOf(s.Context, r); !zero {
+			keys = append(keys, k)
+		}
+	})
+	if len(keys) == 0 {
+		return // new rows only: no join row names them yet
+	}
+	if beginOwnTx(db); db.Error != nil {
+		return
+	}
+	op := &farOp{links: links, before: map[string]bool{}}
+	for chunk := range slices.Chunk(keys, 1000) {
+		err := p.readFar(db, f, true, true, op.before, func(q *gorm.DB) *gorm.DB {
+			return q.Unscoped().Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: f.key.DBName}, Values: chunk})
+		}, &op.keys)
+		if err != nil {
+			_ = db.AddError(err)
+			return
+		}
+	}
+	db.InstanceSet(farOpKey, op)
+}
+
 // farAfterChange reads the far-side rows again and moves the counts of the
 // join rows of those whose state changed.
 //
