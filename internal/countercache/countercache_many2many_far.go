@@ -22,6 +22,8 @@ import (
 //	a post soft-deleted or restored   its rows are read FOR UPDATE by key before the UPDATE and
 //	(any UPDATE of deleted_at)        again after; for each post whose state changed, its join
 //	                                  rows are read (FOR SHARE) and count -1 / +1
+//	an upsert of posts (Save's        the same, its rows read by the keys of its structs
+//	fallback, ON CONFLICT UPDATE ALL)
 //
 // Every change of a post's join rows takes the post's row lock (shared) before
 // it writes, and a soft delete or restore holds it exclusively until it
