@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 
 	"github.com/slotted-go/slotted"
 )
@@ -660,5 +662,239 @@ func TestCounterCacheMany2ManySelf(t *testing.T) {
 		drifts, err := slotted.Fix(db, users[:2], slotted.FixOptions{DryRun: true})
 		require.NoError(t, err)
 		assert.Empty(t, drifts)
+	})
+}
+
+// Soft delete and restore of a far-side note without gorm's default
+// transaction: the plugin's own transaction commits with the statement.
+func TestCounterCacheMany2ManySkipTxSoftDelete(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2NotesDB(t, db)
+		label := M2Label{Name: "l"}
+		require.NoError(t, db.Create(&label).Error)
+		note := M2Note{Title: "n", Tags: []M2Label{label}}
+		require.NoError(t, db.Create(&note).Error)
+		skip := db.Session(&gorm.Session{SkipDefaultTransaction: true})
+		committed := func(deleted bool) {
+			t.Helper()
+			// Another connection, bounded: an uncommitted change would block it or hide.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var n M2Note
+			require.NoError(t, db.WithContext(ctx).Unscoped().First(&n, note.ID).Error)
+			assert.Equal(t, deleted, n.DeletedAt.Valid, "the change is committed")
+		}
+		require.NoError(t, skip.Delete(&note).Error)
+		committed(true)
+		assertNotes(t, db, "soft deleted without the default transaction")
+		require.NoError(t, skip.Unscoped().Model(&note).Update("deleted_at", nil).Error)
+		committed(false)
+		assertNotes(t, db, "restored without the default transaction")
+	})
+}
+
+type M2Comment struct {
+	ID       uint
+	M2PostID uint
+	M2Post   M2Post
+}
+
+// A hard delete of a post that a foreign key refuses, without the default
+// transaction: the join rows deleted before it come back with it.
+func TestCounterCacheMany2ManySkipTxCascade(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2mDB(t, db)
+		require.NoError(t, db.AutoMigrate(&M2Comment{}))
+		t.Cleanup(func() { _ = db.Migrator().DropTable(&M2Comment{}) })
+		tag := M2Tag{Name: "t"}
+		require.NoError(t, db.Create(&tag).Error)
+		post := M2Post{Title: "p", Tags: []M2Tag{tag}}
+		require.NoError(t, db.Create(&post).Error)
+		require.NoError(t, db.Create(&M2Comment{M2PostID: post.ID}).Error)
+		skip := db.Session(&gorm.Session{SkipDefaultTransaction: true})
+		require.Error(t, skip.Delete(&post).Error, "the comment's foreign key refuses the delete")
+		var rows, posts int64
+		require.NoError(t, db.Table("m2_post_tags").Where("m2_post_id = ?", post.ID).Count(&rows).Error)
+		require.NoError(t, db.Model(&M2Post{}).Where("id = ?", post.ID).Count(&posts).Error)
+		assert.Equal(t, int64(1), posts)
+		assert.Equal(t, int64(1), rows, "a refused delete keeps the post's join rows")
+		assertM2M(t, db, "after the refused delete")
+		require.NoError(t, db.Where("m2_post_id = ?", post.ID).Delete(&M2Comment{}).Error)
+		require.NoError(t, skip.Delete(&post).Error)
+		assertM2M(t, db, "after the delete")
+	})
+}
+
+// DELETE ... LIMIT: MySQL builds the LIMIT, and the plugin refuses it on a
+// join table and on a many-to-many side's hard delete, writing nothing; the
+// other databases ignore the LIMIT (gorm), so every matching row goes.
+func TestCounterCacheMany2ManyLimitDelete(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2mDB(t, db)
+		tag := M2Tag{Name: "t"}
+		require.NoError(t, db.Create(&tag).Error)
+		for i := 0; i < 3; i++ {
+			require.NoError(t, db.Create(&M2Post{Title: "lim", Tags: []M2Tag{tag}}).Error)
+		}
+		var rows int64
+		err := db.Where("m2_tag_id = ?", tag.ID).Limit(1).Delete(&M2PostTag{}).Error
+		require.NoError(t, db.Table("m2_post_tags").Count(&rows).Error)
+		if dialect(db) == dbMySQL {
+			require.ErrorIs(t, err, slotted.ErrUnsupportedModel)
+			assert.Equal(t, int64(3), rows, "nothing deleted")
+		} else {
+			require.NoError(t, err)
+			assert.Equal(t, int64(0), rows, "LIMIT is not built: every matching row")
+			require.NoError(t, db.Model(&tag).Association("Posts").Append(&[]M2Post{{Title: "lim"}, {Title: "lim"}}))
+		}
+		assertM2M(t, db, "join rows deleted with LIMIT 1")
+		err = db.Where("title = ?", "lim").Limit(1).Delete(&M2Post{}).Error
+		if dialect(db) == dbMySQL {
+			require.ErrorIs(t, err, slotted.ErrUnsupportedModel)
+		} else {
+			require.NoError(t, err)
+		}
+		var posts int64
+		require.NoError(t, db.Model(&M2Post{}).Count(&posts).Error)
+		require.NoError(t, db.Table("m2_post_tags").Count(&rows).Error)
+		assert.Equal(t, posts, rows, "each remaining post keeps its tag")
+		assertM2M(t, db, "posts deleted with LIMIT 1")
+	})
+}
+
+// MySQL's INSERT IGNORE makes a foreign key's error a warning; the plugin
+// returns it as PostgreSQL and SQLite do, and a present pair still counts
+// nothing.
+func TestCounterCacheMany2ManyIgnoreSwallowsFK(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2mDB(t, db)
+		tag := M2Tag{Name: "t"}
+		require.NoError(t, db.Create(&tag).Error)
+		assert.Error(t, db.Model(&M2Post{ID: 424242}).Association("Tags").Append(&tag), "Append to a post that does not exist")
+		assert.Error(t, db.Clauses(clause.OnConflict{DoNothing: true}).Create(&M2PostTag{M2PostID: 424243, M2TagID: tag.ID}).Error,
+			"DO NOTHING create naming a missing post")
+		var rows int64
+		require.NoError(t, db.Table("m2_post_tags").Count(&rows).Error)
+		assert.Equal(t, int64(0), rows)
+		assertM2M(t, db, "after the refused pairs")
+		post := M2Post{Title: "p", Tags: []M2Tag{tag}}
+		require.NoError(t, db.Create(&post).Error)
+		require.NoError(t, db.Model(&post).Association("Tags").Append(&tag), "a present pair")
+		res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&M2PostTag{M2PostID: post.ID, M2TagID: tag.ID})
+		require.NoError(t, res.Error)
+		assert.Equal(t, int64(0), res.RowsAffected)
+		assertM2M(t, db, "present pairs again")
+		var tg M2Tag
+		require.NoError(t, db.First(&tg, tag.ID).Error)
+		assert.Equal(t, int64(1), tg.PostCount)
+	})
+}
+
+// A join model created by value (not addressable).
+func TestCounterCacheMany2ManyNonPointer(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2mDB(t, db)
+		tag := M2Tag{Name: "t"}
+		require.NoError(t, db.Create(&tag).Error)
+		post := M2Post{Title: "p"}
+		require.NoError(t, db.Create(&post).Error)
+		require.NoError(t, db.Clauses(clause.OnConflict{DoNothing: true}).Create(M2PostTag{M2PostID: post.ID, M2TagID: tag.ID}).Error)
+		require.NoError(t, db.Clauses(clause.OnConflict{DoNothing: true}).Create([]M2PostTag{{M2PostID: post.ID, M2TagID: tag.ID}}).Error)
+		assertM2M(t, db, "created by value")
+		var tg M2Tag
+		require.NoError(t, db.First(&tg, tag.ID).Error)
+		assert.Equal(t, int64(1), tg.PostCount)
+	})
+}
+
+type M2Enroll struct {
+	M2StudentID uint   `gorm:"primaryKey"`
+	M2CourseID  uint   `gorm:"primaryKey"`
+	Note        string `gorm:"size:32;default:dflt"`
+}
+type M2Student struct {
+	ID      uint
+	Courses []M2Course `gorm:"many2many:m2_enrolls"`
+}
+type M2Course struct {
+	ID       uint
+	Students []M2Student `gorm:"many2many:m2_enrolls"`
+	Count    int64       `gorm:"-" slotted:"students"`
+}
+
+// Omit on a join model's create holds for the row the plugin inserts.
+func TestCounterCacheMany2ManyOmitJoinModel(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		drop := func() { _ = db.Migrator().DropTable(&M2Enroll{}, &M2Student{}, &M2Course{}) }
+		drop()
+		require.NoError(t, db.SetupJoinTable(&M2Student{}, "Courses", &M2Enroll{}))
+		require.NoError(t, db.SetupJoinTable(&M2Course{}, "Students", &M2Enroll{}))
+		require.NoError(t, db.AutoMigrate(&M2Student{}, &M2Course{}))
+		t.Cleanup(drop)
+		require.NoError(t, slotted.CounterCache(db, &M2Course{}, "Students", "students"))
+		s, c := M2Student{}, M2Course{}
+		require.NoError(t, db.Create(&s).Error)
+		require.NoError(t, db.Create(&c).Error)
+		require.NoError(t, db.Omit("note").Clauses(clause.OnConflict{DoNothing: true}).Create(&M2Enroll{M2StudentID: s.ID, M2CourseID: c.ID, Note: "given"}).Error)
+		var e M2Enroll
+		require.NoError(t, db.First(&e).Error)
+		assert.Equal(t, "dflt", e.Note, "Omit(note) honoured")
+		require.NoError(t, db.First(&c, c.ID).Error)
+		assert.Equal(t, int64(1), c.Count)
+	})
+}
+
+// m2Flag is a soft-delete field that is not gorm.DeletedAt (as
+// gorm.io/plugin/soft_delete's flags): a live row is not deleted_at IS NULL.
+type m2Flag uint
+
+func (m2Flag) DeleteClauses(*schema.Field) []clause.Interface { return nil }
+
+type M2FlagNote struct {
+	ID      uint
+	Labels  []M2FlagLabel `gorm:"many2many:m2_flag_note_labels"`
+	Deleted m2Flag
+}
+type M2FlagLabel struct {
+	ID    uint
+	Notes []M2FlagNote `gorm:"many2many:m2_flag_note_labels"`
+	Count int64        `gorm:"-" slotted:"notes"`
+}
+
+func TestCounterCacheMany2ManyFarSoftDeleteType(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		err := slotted.CounterCache(db, &M2FlagLabel{}, "Notes", "notes")
+		require.ErrorIs(t, err, slotted.ErrUnsupportedModel)
+		t.Log(err)
+	})
+}
+
+// gorm's Save of a soft-deleted note finds no live row to update and falls
+// back to an upsert (ON CONFLICT UPDATE ALL), which restores it; a Save of a
+// slice upserts too, and soft-deletes a note whose DeletedAt is set.
+func TestCounterCacheMany2ManySaveRestore(t *testing.T) {
+	testEachDB(t, func(t *testing.T, db *gorm.DB) {
+		m2NotesDB(t, db)
+		label := M2Label{Name: "l"}
+		require.NoError(t, db.Create(&label).Error)
+		note := M2Note{Title: "n", Tags: []M2Label{label}}
+		require.NoError(t, db.Create(&note).Error)
+		require.NoError(t, db.Delete(&note).Error)
+		assertNotes(t, db, "soft deleted")
+		note.Tags = nil
+		note.DeletedAt = gorm.DeletedAt{}
+		require.NoError(t, db.Save(&note).Error)
+		var n M2Note
+		require.NoError(t, db.First(&n, note.ID).Error)
+		assertNotes(t, db, "restored by Save")
+		n.DeletedAt = gorm.DeletedAt{Time: time.Now(), Valid: true}
+		require.NoError(t, db.Save(&[]M2Note{n}).Error)
+		assertNotes(t, db, "soft deleted by Save of a slice")
+		var l M2Label
+		require.NoError(t, db.First(&l, label.ID).Error)
+		assert.Equal(t, [2]int64{0, 1}, [2]int64{l.Count, l.Other})
+		n.DeletedAt = gorm.DeletedAt{}
+		require.NoError(t, db.Session(&gorm.Session{SkipDefaultTransaction: true}).Save(&[]M2Note{n}).Error)
+		assertNotes(t, db, "restored by Save of a slice without the default transaction")
 	})
 }

@@ -127,6 +127,11 @@ func (p *Caches) cacheBeforeCreate(db *gorm.DB) {
 		p.joinBeforeCreate(db, jc)
 		return
 	}
+	if links := p.farsOf(s.Schema.ModelType); links != nil && upsert && !otherTable(s) {
+		if p.farBeforeUpsert(db, links); db.Error != nil {
+			return
+		}
+	}
 	cc := p.childCachesOf(s.Schema.ModelType)
 	if cc == nil || otherTable(s) {
 		return
@@ -250,6 +255,11 @@ func (p *Caches) cacheAfterCreate(db *gorm.DB) {
 	if jc := p.joinOf(s); jc != nil {
 		p.joinAfterCreate(db)
 		return
+	}
+	if upsert && p.farsOf(s.Schema.ModelType) != nil {
+		if p.farAfterChange(db); db.Error != nil {
+			return
+		}
 	}
 	cc := p.childCachesOf(s.Schema.ModelType)
 	if cc == nil || otherTable(s) {
@@ -524,9 +534,11 @@ func beginOwnTx(db *gorm.DB) {
 }
 
 func (p *Caches) endOwnTx(db *gorm.DB) {
-	// Only children of a counter cache begin one; checking that first keeps
+	// Only the models a counter cache watches begin one (children, join
+	// tables, far sides, many-to-many sides); checking that first keeps
 	// InstanceGet's allocation off every other model's statements.
-	if s := db.Statement; s.Schema == nil || (p.childCachesOf(s.Schema.ModelType) == nil && p.joinOf(s) == nil) {
+	if s := db.Statement; s.Schema == nil || (p.childCachesOf(s.Schema.ModelType) == nil && p.joinOf(s) == nil &&
+		p.farsOf(s.Schema.ModelType) == nil && p.sidesOf(s.Schema.ModelType) == nil) {
 		return
 	}
 	if _, ok := db.InstanceGet(ownTxKey); !ok {

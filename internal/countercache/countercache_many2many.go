@@ -176,6 +176,10 @@ func (p *Caches) declareMany2Many(db *gorm.DB, typ reflect.Type, association, co
 		cc.weight = spec.Weight
 	}
 	farDeleted := softDeleteField(rel.FieldSchema)
+	if farDeleted != nil && !spec.WithDeleted && farDeleted.IndirectFieldType != reflect.TypeOf(gorm.DeletedAt{}) {
+		// Fix and the liveness reads know a live row by deleted_at IS NULL.
+		return fmt.Errorf("%w: %s: %s's soft delete field %s is a %s; a many-to-many counter cache follows gorm.DeletedAt only (or count soft-deleted rows too: WithDeleted)", errs.ErrUnsupportedModel, name, rel.FieldSchema.Name, farDeleted.Name, farDeleted.FieldType)
+	}
 	if spec.Touch {
 		if cc.touch = touchField(rel.Schema); cc.touch == nil {
 			return fmt.Errorf("%w: Touch: %s has no autoUpdateTime column (UpdatedAt)", errs.ErrInvalidConfig, rel.Schema.Name)
@@ -339,6 +343,8 @@ func (p *Caches) joinBeforeCreate(db *gorm.DB, jc *joinCaches) {
 	// Hooks ran already on these structs (gorm:before_create); gorm's own
 	// statement, which follows, then finds every row present.
 	tx := session.Routed(db).Session(&gorm.Session{SkipHooks: true}).Set(joinInsertKey, true)
+	// The statement's Select/Omit hold for its rows, inserted here.
+	tx.Statement.Selects, tx.Statement.Omits = slices.Clone(s.Selects), slices.Clone(s.Omits)
 	conflict, _ := s.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
 	present, err := p.insertPairs(tx, jc, op, pairs)
 	// An upsert that updates the join model's columns keeps gorm's statement,
@@ -383,17 +389,45 @@ func (p *Caches) joinBeforeCreate(db *gorm.DB, jc *joinCaches) {
 
 // insertPairs inserts each pair by itself unless present, in key order,
 // counting the ones inserted; it returns the pairs that were present.
+//
+// MySQL's INSERT IGNORE turns every error into a warning, a foreign key's
+// or a truncation's too, not only the duplicate key. A pair it did not
+// insert is therefore read (FOR SHARE; IGNORE holds that lock on a duplicate
+// already): found, it was present; not found, it is inserted again without
+// IGNORE, which returns the error IGNORE swallowed (or inserts it, if
+// another transaction deleted it in between). A present pair costs one read
+// and logs no error line, as a duplicate-key INSERT would.
 func (p *Caches) insertPairs(tx *gorm.DB, jc *joinCaches, op *cacheOp, pairs []pair) (present []pair, err error) {
 	for _, pr := range pairs {
-		q := tx.Table(jc.table)
+		row := pr.elem
+		if row.CanAddr() {
+			row = row.Addr()
+		} else { // Create(M{...}) by value: gorm's own statement writes nothing back to it either
+			n := reflect.New(row.Type())
+			n.Elem().Set(row)
+			row = n
+		}
+		q := tx.Session(&gorm.Session{}).Table(jc.table)
 		if p.dialect.InsertIgnore {
 			q = q.Clauses(clause.Insert{Modifier: "IGNORE"})
 		} else {
 			q = q.Clauses(clause.OnConflict{DoNothing: true})
 		}
-		res := q.Create(pr.elem.Addr().Interface())
+		res := q.Create(row.Interface())
 		if res.Error != nil {
 			return nil, res.Error
+		}
+		if res.RowsAffected != 1 && p.dialect.InsertIgnore {
+			found, err := p.readPairsShared(tx, jc, func(q *gorm.DB) *gorm.DB { return q.Where(jc.pairsCondition([]pair{pr})) })
+			if err != nil {
+				return nil, err
+			}
+			if len(found) == 0 {
+				if err := tx.Session(&gorm.Session{}).Table(jc.table).Create(row.Interface()).Error; err != nil {
+					return nil, err
+				}
+				res.RowsAffected = 1
+			}
 		}
 		if res.RowsAffected != 1 {
 			present = append(present, pr)
@@ -451,6 +485,10 @@ func (p *Caches) joinBeforeChange(db *gorm.DB, jc *joinCaches) {
 		if cols, known := assignedColumns(s); !known || cols[jc.cols[0]] || cols[jc.cols[1]] {
 			_ = db.AddError(fmt.Errorf("%w: an update of %s may change %s or %s: delete and create join rows instead (update other columns by name)", errs.ErrUnsupportedModel, jc.table, jc.cols[0], jc.cols[1]))
 		}
+		return
+	}
+	if deleteLimited(s) {
+		_ = db.AddError(fmt.Errorf("%w: a DELETE of %s with LIMIT (MySQL): the join rows it removes cannot be told before it runs; delete them by their columns", errs.ErrUnsupportedModel, jc.table))
 		return
 	}
 	var conds []clause.Expression
@@ -628,6 +666,10 @@ func (p *Caches) cascadeJoinRows(db *gorm.DB, links []sideLink) {
 	if !s.Unscoped && softDeleteField(s.Schema) != nil {
 		return // a soft delete keeps its join rows (WithDeleted is required)
 	}
+	if deleteLimited(s) {
+		_ = db.AddError(fmt.Errorf("%w: a hard DELETE of %s with LIMIT (MySQL): the join rows of the records it removes cannot be told before it runs; delete by key or condition", errs.ErrUnsupportedModel, s.Schema.Name))
+		return
+	}
 	key := links[0].key
 	var conds []clause.Expression
 	keysOf := func(v reflect.Value) {
@@ -649,6 +691,11 @@ func (p *Caches) cascadeJoinRows(db *gorm.DB, links []sideLink) {
 	if !hasWhere && len(conds) == 0 && !db.AllowGlobalUpdate {
 		return
 	}
+	// The join rows go with the side's DELETE, in its transaction: a DELETE
+	// that fails after them (a foreign key) takes them back.
+	if beginOwnTx(db); db.Error != nil {
+		return
+	}
 	for _, l := range links {
 		sub := session.WithoutFill(session.Routed(db)).Model(reflect.New(s.Schema.ModelType).Interface()).Unscoped().
 			Select("?", clause.Column{Table: clause.CurrentTable, Name: key.DBName})
@@ -666,6 +713,14 @@ func (p *Caches) cascadeJoinRows(db *gorm.DB, links []sideLink) {
 			return
 		}
 	}
+}
+
+// deleteLimited reports a DELETE whose LIMIT the dialect builds (MySQL): it
+// removes some of the rows its conditions match, which ones known only to
+// the server.
+func deleteLimited(s *gorm.Statement) bool {
+	_, has := s.Clauses["LIMIT"]
+	return has && slices.Contains(s.BuildClauses, "LIMIT")
 }
 
 // sidesOf returns the join tables a model's hard delete empties, or nil.

@@ -22,6 +22,8 @@ import (
 //	a post soft-deleted or restored   its rows are read FOR UPDATE by key before the UPDATE and
 //	(any UPDATE of deleted_at)        again after; for each post whose state changed, its join
 //	                                  rows are read (FOR SHARE) and count -1 / +1
+//	an upsert of posts (Save's        the same, its rows read by the keys of its structs
+//	fallback, ON CONFLICT UPDATE ALL)
 //
 // Every change of a post's join rows takes the post's row lock (shared) before
 // it writes, and a soft delete or restore holds it exclusively until it
@@ -196,6 +198,41 @@ func (p *Caches) farBeforeChange(db *gorm.DB, links []farLink, deleting bool) {
 	}
 	if len(op.keys) <= restrictLimit {
 		s.AddClause(clause.Where{Exprs: []clause.Expression{clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: f.key.DBName}, Values: op.keys}}})
+	}
+	db.InstanceSet(farOpKey, op)
+}
+
+// farBeforeUpsert locks and reads the far-side rows an upsert may update
+// (by the keys of its structs): gorm's Save of a soft-deleted record, whose
+// UPDATE finds no live row, falls back to INSERT ... ON CONFLICT UPDATE ALL,
+// which restores it (or soft-deletes one). farAfterChange follows.
+func (p *Caches) farBeforeUpsert(db *gorm.DB, links []farLink) {
+	s := db.Statement
+	if oc, _ := s.Clauses["ON CONFLICT"].Expression.(clause.OnConflict); oc.DoNothing {
+		return
+	}
+	f := links[0].far
+	var keys []any
+	meta.EachStruct(s.ReflectValue, func(r reflect.Value) {
+		if k, zero := f.key.ValueOf(s.Context, r); !zero {
+			keys = append(keys, k)
+		}
+	})
+	if len(keys) == 0 {
+		return // new rows only: no join row names them yet
+	}
+	if beginOwnTx(db); db.Error != nil {
+		return
+	}
+	op := &farOp{links: links, before: map[string]bool{}}
+	for chunk := range slices.Chunk(keys, 1000) {
+		err := p.readFar(db, f, true, true, op.before, func(q *gorm.DB) *gorm.DB {
+			return q.Unscoped().Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: f.key.DBName}, Values: chunk})
+		}, &op.keys)
+		if err != nil {
+			_ = db.AddError(err)
+			return
+		}
 	}
 	db.InstanceSet(farOpKey, op)
 }
