@@ -292,13 +292,13 @@ func (s insertSelect) MergeClause(c *clause.Clause) { c.Name, c.Expression = "",
 func (s insertSelect) Build(b clause.Builder) {
 	// record_id from the derived table's key columns: the column cast to text,
 	// or a composite key's parts escaped and joined (meta.Key.TextSQL).
+	idSQL, idVars := s.key.TextSQL(s.d, srcAlias)
 	id := func() {
 		if s.key.Parts == nil {
 			s.d.Text(b, clause.Column{Table: srcAlias, Name: s.key.Column})
 			return
 		}
-		sql, vars := s.key.TextSQL(s.d, srcAlias)
-		clause.Expr{SQL: sql, Vars: vars}.Build(b)
+		clause.Expr{SQL: idSQL, Vars: idVars}.Build(b)
 	}
 	_, _ = b.WriteString("(")
 	for i, col := range []string{"record_type", "record_id", "slot", "count"} {
@@ -320,6 +320,5 @@ func (s insertSelect) Build(b clause.Builder) {
 	// Byte order, as every multi-row write sorts (and locks) its rows, whatever
 	// the connection's collation.
 	_, _ = b.WriteString(" ORDER BY ")
-	sql, vars := s.key.TextSQL(s.d, srcAlias)
-	clause.Expr{SQL: s.d.ByteOrder(sql), Vars: vars}.Build(b)
+	clause.Expr{SQL: s.d.ByteOrder(idSQL), Vars: idVars}.Build(b)
 }

@@ -125,7 +125,7 @@ func FixAll(db *gorm.DB, model any, opts ...FixOptions) (FixProgress, error) {
 	if err != nil {
 		return prog, err
 	}
-	err = keysetPages(db, m, o.BatchSize, o.After, o.Scope, func(page reflect.Value, last any) error {
+	err = keysetPages(db, m, p.dialect, o.BatchSize, o.After, o.Scope, func(page reflect.Value, last any) error {
 		rs, err := m.Records(page, true)
 		if err != nil {
 			return err

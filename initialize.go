@@ -61,15 +61,19 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return err
 	}
 	p.models = &meta.Registry{Slots: cfg.Slots, Location: cfg.Location, SeriesType: reflect.TypeOf([]Bucket(nil))}
-	p.sessions = &session.Sessions{Dialect: p.dialect, Table: cfg.Table, DisablePrepared: cfg.DisablePrepared, Own: p.ownStatement,
-		Retry: &session.Retrier{MaxRetries: cfg.MaxRetries, MinBackoff: cfg.MinRetryBackoff, MaxBackoff: cfg.MaxRetryBackoff, OnConflict: p.conflicted}}
+	retry := &session.Retrier{MaxRetries: cfg.MaxRetries, MinBackoff: cfg.MinRetryBackoff, MaxBackoff: cfg.MaxRetryBackoff}
+	hooks := write.Hooks{RenderBatch: p.renderBatch}
+	if cfg.Observer != nil { // without one, no event is built and no hook is called
+		retry.OnConflict, hooks.BatchDone = p.conflicted, p.batchDone
+	}
+	p.sessions = &session.Sessions{Dialect: p.dialect, Table: cfg.Table, DisablePrepared: cfg.DisablePrepared, Own: p.ownStatement, Retry: retry}
 	if p.sql, err = render(db, cfg.Table, p.dialect); err != nil {
 		return err
 	}
-	p.writes = write.New(write.Config{Table: cfg.Table, OnceTable: cfg.OnceTable, Slots: cfg.Slots, MaxBatch: cfg.MaxBatch,
+	p.writes = write.New(write.Config{Table: cfg.Table, OnceTable: cfg.OnceTable, MaxBatch: cfg.MaxBatch,
 		MaxInFlight: cfg.MaxInFlight, Linger: cfg.Linger, BatchTimeout: cfg.BatchTimeout, DisableCoalescing: cfg.DisableCoalescing,
-		OutcomeMarkers: cfg.OutcomeMarkers, Now: cfg.Now}, p.dialect, p.sessions,
-		p.sql, write.Hooks{RenderBatch: p.renderBatch, BatchDone: p.batchDone})
+		OutcomeMarkers: cfg.OutcomeMarkers}, p.dialect, p.sessions,
+		write.Statements{Upsert: p.sql.Upsert, UpsertArgs: p.sql.UpsertArgs}, hooks)
 	p.caches = countercache.New(countercache.Config{Table: cfg.Table, DisablePrepared: cfg.DisablePrepared}, p.dialect, p.sessions, p.models, p.writes)
 	if p.causalReads() {
 		p.sql.Sum = dialect.SyncWait + " " + p.sql.Sum
@@ -91,16 +95,12 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 // its error. Called as one expression around the statement, so its
 // arguments are evaluated left to right: start before the statement runs.
 func (p *Plugin) batchDone(ctx context.Context, start time.Time, rows, writes int, err error) error {
-	if p.cfg.Observer != nil {
-		p.cfg.observe(ctx, Event{Kind: EventBatch, Start: start, End: time.Now(), Rows: rows, Writes: writes, Err: err})
-	}
+	p.cfg.observe(ctx, Event{Kind: EventBatch, Start: start, End: time.Now(), Rows: rows, Writes: writes, Err: err})
 	return err
 }
 
 // conflicted reports a lock conflict met by withRetry.
 func (p *Plugin) conflicted(ctx context.Context, kind Conflict, attempt int, retried bool, err error) {
-	if p.cfg.Observer != nil {
-		now := time.Now()
-		p.cfg.observe(ctx, Event{Kind: EventConflict, Start: now, End: now, Conflict: kind, Attempt: attempt, Retried: retried, Err: err})
-	}
+	now := time.Now()
+	p.cfg.observe(ctx, Event{Kind: EventConflict, Start: now, End: now, Conflict: kind, Attempt: attempt, Retried: retried, Err: err})
 }

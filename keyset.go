@@ -6,6 +6,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/slotted-go/slotted/internal/dialect"
 	"github.com/slotted-go/slotted/internal/keyset"
 	"github.com/slotted-go/slotted/internal/session"
 
@@ -20,22 +21,11 @@ import (
 // skip records created since its last replay). scope narrows the records.
 //
 //	SELECT id FROM posts [WHERE <scope>] AND posts.id > ? ORDER BY posts.id LIMIT 500
-func keysetPages(db *gorm.DB, m *meta.Model, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
-	var pk []clause.Column
-	for _, c := range m.Key.Columns() {
-		pk = append(pk, clause.Column{Table: clause.CurrentTable, Name: c})
-	}
-	// A composite key's value is its parts; (a, b) > (?, ?) is a row
-	// comparison, which every supported database reads.
-	parts := func(v any) []any {
-		if m.Key.Parts != nil {
-			return v.([]any)
-		}
-		return []any{v}
-	}
+func keysetPages(db *gorm.DB, m *meta.Model, d dialect.Dialect, size int, after any, scope func(*gorm.DB) *gorm.DB, visit func(page reflect.Value, last any) error) error {
+	pk := m.Key.ColumnsIn(clause.CurrentTable)
 	var start []any
 	if after != nil {
-		start = parts(after)
+		start = m.Key.PartsOf(after)
 	}
 	read := func(after []any) (reflect.Value, int, []any, error) {
 		page := reflect.New(reflect.SliceOf(m.Type))
@@ -45,7 +35,7 @@ func keysetPages(db *gorm.DB, m *meta.Model, size int, after any, scope func(*go
 			q = scope(q)
 		}
 		if after != nil {
-			q = q.Where(keyset.After(pk, after, true))
+			q = q.Where(keyset.After(pk, after, d.RowCompare)) // the expanded form where a row comparison is no index range
 		}
 		if err := q.Find(page.Interface()).Error; err != nil {
 			return page, 0, nil, err
@@ -54,7 +44,7 @@ func keysetPages(db *gorm.DB, m *meta.Model, size int, after any, scope func(*go
 		if n == 0 {
 			return page, 0, nil, nil
 		}
-		return page.Elem(), n, parts(m.Key.Value(page.Elem().Index(n - 1))), nil
+		return page.Elem(), n, m.Key.PartsOf(m.Key.Value(page.Elem().Index(n - 1))), nil
 	}
 	return keyset.Walk(session.Context(db), size, start, read, func(page reflect.Value, last []any) error {
 		if m.Key.Parts != nil {

@@ -131,7 +131,7 @@ func RollUpAll(db *gorm.DB, model any, opts ...RollUpOptions) (RollUpProgress, e
 	if err != nil {
 		return prog, err
 	}
-	err = keysetPages(db, m, o.BatchSize, o.After, nil, func(page reflect.Value, last any) error {
+	err = keysetPages(db, m, p.dialect, o.BatchSize, o.After, nil, func(page reflect.Value, last any) error {
 		if err := p.rollUp(db, m, selected, page); err != nil {
 			return err
 		}

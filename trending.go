@@ -71,11 +71,10 @@ func Trending[T any](db *gorm.DB, model *T, counter string, opts ...TrendOptions
 	if err != nil {
 		return nil, err
 	}
-	p, _, c, err := rankArgs(db, model, counter, max(o.Limit, 1), "Trending")
+	p, m, c, err := rankArgs(db, model, counter, max(o.Limit, 1), "Trending")
 	if err != nil {
 		return nil, err
 	}
-	m, _ := p.models.ModelArg(db, model)
 	switch {
 	case c.Bucket == nil:
 		return nil, meta.NotBucketed(c)

@@ -205,8 +205,14 @@ func (p *Caches) lockKeys(db *gorm.DB, cc *childCaches, op *cacheOp, keys []any)
 	}
 	slices.SortFunc(op.locks, func(a, b tables.Counter) int { return cmp.Compare(a.RecordID, b.RecordID) })
 	op.locks = slices.CompactFunc(op.locks, tables.SameCounter)
-	tx := session.Routed(db)
-	for chunk := range slices.Chunk(op.locks, 500) {
+	return p.upsertLockRows(session.Routed(db), op.locks)
+}
+
+// upsertLockRows upserts rows without changing them, 500 a statement: each
+// row's lock is then held until the transaction ends (lockKeys, Fix's
+// lockSlots).
+func (p *Caches) upsertLockRows(tx *gorm.DB, rows []tables.Counter) error {
+	for chunk := range slices.Chunk(rows, 500) {
 		if err := tx.Table(p.cfg.Table).Clauses(keepCountClause()).Create(&chunk).Error; err != nil {
 			return err
 		}
@@ -487,7 +493,7 @@ func targetScope(db *gorm.DB, cc *childCaches, limited bool) (func(*gorm.DB) *go
 		for _, c := range conds {
 			q = q.Where(c)
 		}
-		if _, hasLimit := s.Clauses["LIMIT"]; limited && hasLimit && slices.Contains(s.BuildClauses, "LIMIT") {
+		if limited && deleteLimited(s) {
 			if order, ok := s.Clauses["ORDER BY"]; ok && order.Expression != nil {
 				q = q.Clauses(order.Expression)
 			}

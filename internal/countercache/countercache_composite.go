@@ -2,14 +2,12 @@ package countercache
 
 import (
 	"fmt"
-	"reflect"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
 	"github.com/slotted-go/slotted/internal/meta"
-	"github.com/slotted-go/slotted/internal/session"
 
 	"github.com/slotted-go/slotted/internal/errs"
 )
@@ -81,29 +79,10 @@ func compositeFKID(vals []any) (string, bool, error) {
 //	WHERE (org_id, handle) IN ((?, ?), ...) ... GROUP BY org_id, handle
 func (p *Caches) countChildrenComposite(tx *gorm.DB, c *counterCache, keys []any, into deltas) error {
 	cols := make([]clause.Column, len(c.fkParts))
-	sel := ""
-	vars := make([]any, 0, len(cols)+1)
 	for i, f := range c.fkParts {
 		cols[i] = clause.Column{Table: clause.CurrentTable, Name: f.DBName}
-		sel += "?, "
-		vars = append(vars, cols[i])
 	}
-	agg := "COUNT(*)"
-	if c.sum != nil {
-		agg = "COALESCE(SUM(?), 0)"
-		vars = append(vars, clause.Column{Table: clause.CurrentTable, Name: c.sum.DBName})
-	}
-	q := session.WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).
-		Select(sel+agg, vars...).
-		Where(clause.IN{Column: cols, Values: keys}).
-		Clauses(clause.GroupBy{Columns: cols})
-	if c.where != nil {
-		q = q.Where(*c.where)
-	}
-	if c.deleted {
-		q = q.Unscoped()
-	}
-	rows, err := q.Rows()
+	rows, err := childCounts(tx, c, cols, cols, keys)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -354,7 +355,7 @@ func (p *Caches) joinBeforeCreate(db *gorm.DB, jc *joinCaches) {
 	// not: they are locked here, and one deleted meanwhile is inserted again.
 	for try := 0; err == nil && len(present) > 0 && !conflict.DoNothing && !p.dialect.InsertIgnore && p.dialect.LockingReads; try++ {
 		var locked []pair
-		if locked, err = p.readPairs(db, jc, nil, true, func(q *gorm.DB) *gorm.DB { return q.Where(jc.pairsCondition(present)) }); err != nil {
+		if locked, err = p.readPairs(db, jc, nil, p.lockingClause(false), func(q *gorm.DB) *gorm.DB { return q.Where(jc.pairsCondition(present)) }); err != nil {
 			break
 		}
 		still := map[[2]string]bool{}
@@ -418,7 +419,7 @@ func (p *Caches) insertPairs(tx *gorm.DB, jc *joinCaches, op *cacheOp, pairs []p
 			return nil, res.Error
 		}
 		if res.RowsAffected != 1 && p.dialect.InsertIgnore {
-			found, err := p.readPairsShared(tx, jc, func(q *gorm.DB) *gorm.DB { return q.Where(jc.pairsCondition([]pair{pr})) })
+			found, err := p.readPairs(tx, jc, nil, p.readLock(true), func(q *gorm.DB) *gorm.DB { return q.Where(jc.pairsCondition([]pair{pr})) })
 			if err != nil {
 				return nil, err
 			}
@@ -531,7 +532,7 @@ func (p *Caches) joinBeforeChange(db *gorm.DB, jc *joinCaches) {
 	restrict := false
 	if p.dialect.LockingReads {
 		var err error
-		cands, err = p.readPairs(db, jc, nil, false, func(q *gorm.DB) *gorm.DB { return scope(q).Limit(restrictLimit + 1) })
+		cands, err = p.readPairs(db, jc, nil, nil, func(q *gorm.DB) *gorm.DB { return scope(q).Limit(restrictLimit + 1) })
 		if err != nil {
 			_ = db.AddError(err)
 			return
@@ -559,12 +560,16 @@ func (p *Caches) joinBeforeChange(db *gorm.DB, jc *joinCaches) {
 	var locked []pair
 	if scope != nil {
 		var err error
-		if locked, err = p.readPairs(db, jc, recheck, p.dialect.LockingReads, scope); err != nil {
+		if locked, err = p.readPairs(db, jc, recheck, p.readLock(false), scope); err != nil {
 			_ = db.AddError(err)
 			return
 		}
 	}
 	if !restrict && len(jc.fars) > 0 && len(locked) > 0 {
+		// Past restrictLimit pairs the statement is not restricted, and the
+		// far rows are read after the pairs are locked: the reverse of every
+		// other writer's order, so such a delete can deadlock with a
+		// concurrent soft delete of a far row (a lock conflict, retried).
 		var err error
 		if op.live, err = p.readAlive(db, jc, locked, true); err != nil {
 			_ = db.AddError(err)
@@ -589,7 +594,7 @@ func (p *Caches) joinBeforeChange(db *gorm.DB, jc *joinCaches) {
 
 // readPairs selects join rows (scope), in key order, FOR UPDATE when locking;
 // with recheck, only the rows that match it.
-func (p *Caches) readPairs(db *gorm.DB, jc *joinCaches, recheck clause.Expression, locking bool, scope func(*gorm.DB) *gorm.DB) ([]pair, error) {
+func (p *Caches) readPairs(db *gorm.DB, jc *joinCaches, recheck clause.Expression, lock clause.Interface, scope func(*gorm.DB) *gorm.DB) ([]pair, error) {
 	ca := clause.Column{Table: jc.table, Name: jc.cols[0]}
 	cb := clause.Column{Table: jc.table, Name: jc.cols[1]}
 	sel, vars := "?, ?", []any{ca, cb}
@@ -599,8 +604,8 @@ func (p *Caches) readPairs(db *gorm.DB, jc *joinCaches, recheck clause.Expressio
 	}
 	q := session.WithoutFill(session.Routed(db)).Table(jc.table).Select(sel, vars...)
 	q = scope(q).Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: ca}, {Column: cb}}})
-	if locking {
-		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	if lock != nil {
+		q = q.Clauses(lock)
 	}
 	rows, err := q.Rows()
 	if err != nil {
@@ -725,11 +730,17 @@ func deleteLimited(s *gorm.Statement) bool {
 
 // sidesOf returns the join tables a model's hard delete empties, or nil.
 func (p *Caches) sidesOf(typ reflect.Type) []sideLink {
+	return linksOf[sideLink](p, &p.caches.sides, typ)
+}
+
+// linksOf loads a model's many-to-many links from one of the registry's maps;
+// models stop at one atomic load while no many-to-many cache is declared.
+func linksOf[L any](p *Caches, m *sync.Map, typ reflect.Type) []L {
 	if !p.caches.joins.Load() {
 		return nil
 	}
-	if v, ok := p.caches.sides.Load(typ); ok {
-		return v.([]sideLink)
+	if v, ok := m.Load(typ); ok {
+		return v.([]L)
 	}
 	return nil
 }

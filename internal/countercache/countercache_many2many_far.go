@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotted-go/slotted/internal/meta"
 	"github.com/slotted-go/slotted/internal/session"
+	"github.com/slotted-go/slotted/internal/tables"
 )
 
 // Soft-deleted far sides: a tag's post count leaves out the join rows of
@@ -124,15 +125,7 @@ func (p *Caches) readFar(db *gorm.DB, f *farSide, lock, update bool, live map[st
 }
 
 // farsOf returns the join tables whose caches watch a model's soft delete.
-func (p *Caches) farsOf(typ reflect.Type) []farLink {
-	if !p.caches.joins.Load() {
-		return nil
-	}
-	if v, ok := p.caches.fars.Load(typ); ok {
-		return v.([]farLink)
-	}
-	return nil
-}
+func (p *Caches) farsOf(typ reflect.Type) []farLink { return linksOf[farLink](p, &p.caches.fars, typ) }
 
 const farOpKey = "slotted:far_op"
 
@@ -225,7 +218,7 @@ func (p *Caches) farBeforeUpsert(db *gorm.DB, links []farLink) {
 		return
 	}
 	op := &farOp{links: links, before: map[string]bool{}}
-	for chunk := range slices.Chunk(keys, 1000) {
+	for chunk := range slices.Chunk(keys, tables.LoadChunk) {
 		err := p.readFar(db, f, true, true, op.before, func(q *gorm.DB) *gorm.DB {
 			return q.Unscoped().Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: f.key.DBName}, Values: chunk})
 		}, &op.keys)
@@ -252,7 +245,7 @@ func (p *Caches) farAfterChange(db *gorm.DB) {
 	}
 	f := op.links[0].far
 	after := map[string]bool{}
-	for chunk := range slices.Chunk(op.keys, 1000) {
+	for chunk := range slices.Chunk(op.keys, tables.LoadChunk) {
 		err := p.readFar(db, f, false, false, after, func(q *gorm.DB) *gorm.DB {
 			return q.Unscoped().Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: f.key.DBName}, Values: chunk})
 		}, nil)
@@ -279,8 +272,8 @@ func (p *Caches) farAfterChange(db *gorm.DB) {
 		}
 		jc := v.(*joinCaches)
 		col := clause.Column{Table: jc.table, Name: jc.cols[l.at]}
-		for chunk := range slices.Chunk(changed, 1000) {
-			pairs, err := p.readPairsShared(db, jc, func(q *gorm.DB) *gorm.DB { return q.Where(clause.IN{Column: col, Values: chunk}) })
+		for chunk := range slices.Chunk(changed, tables.LoadChunk) {
+			pairs, err := p.readPairs(db, jc, nil, p.readLock(true), func(q *gorm.DB) *gorm.DB { return q.Where(clause.IN{Column: col, Values: chunk}) })
 			if err != nil {
 				_ = db.AddError(err)
 				return
@@ -305,35 +298,4 @@ func (p *Caches) farAfterChange(db *gorm.DB) {
 	if err := p.applyDeltas(db, d); err != nil {
 		_ = db.AddError(fmt.Errorf("slotted: counting the join rows of changed %s: %w", f.schema.Name, err))
 	}
-}
-
-// readPairsShared reads join rows FOR SHARE (a far side's change holds the
-// far rows exclusively already; the share lock makes the read current at
-// MySQL's REPEATABLE READ).
-func (p *Caches) readPairsShared(db *gorm.DB, jc *joinCaches, scope func(*gorm.DB) *gorm.DB) ([]pair, error) {
-	ca := clause.Column{Table: jc.table, Name: jc.cols[0]}
-	cb := clause.Column{Table: jc.table, Name: jc.cols[1]}
-	q := session.WithoutFill(session.Routed(db)).Table(jc.table).Select("?, ?", ca, cb)
-	q = scope(q).Order(clause.OrderBy{Columns: []clause.OrderByColumn{{Column: ca}, {Column: cb}}})
-	if p.dialect.LockingReads {
-		q = q.Clauses(p.lockingClause(true))
-	}
-	rows, err := q.Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []pair
-	dest := []any{nullable(jc.fields[0]), nullable(jc.fields[1])}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		pr, err := pairOf(scanned(dest[0]), scanned(dest[1]))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pr)
-	}
-	return out, rows.Err()
 }

@@ -83,7 +83,7 @@ func (p *Caches) sumCounterOf(db *gorm.DB, cc *counterCache, child *schema.Schem
 		return fmt.Errorf("%w: SumCounter %q: counter %q of %s is not a counter cache (declare it first)", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
 	}
 	if p.cacheOf(c).joinCol != "" {
-		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s counts many-to-many join rows; adding it up is not supported", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
+		return fmt.Errorf("%w: SumCounter(%q): counter %q of %s counts many-to-many join rows; adding it up is not supported (Fix could not recount it: its recount through the levels reads child rows by foreign key, not a join table)", errs.ErrInvalidConfig, spec.SumCounter, c.Name, child.Name)
 	}
 	cc.through = c
 	p.caches.summed.Store(true) // before registration: a failed one only costs the lookups
@@ -431,6 +431,15 @@ func (p *Caches) lockingClause(share bool) clause.Interface {
 		return clause.Locking{Strength: clause.LockingStrengthUpdate}
 	}
 	return p.dialect.ShareLock()
+}
+
+// readLock is lockingClause where the database has locking reads, else nil
+// (SQLite: its write transaction excludes every other writer already).
+func (p *Caches) readLock(share bool) clause.Interface {
+	if !p.dialect.LockingReads {
+		return nil
+	}
+	return p.lockingClause(share)
 }
 
 // countThrough counts for Fix what a SumCounter cache should hold: the

@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"reflect"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/schema"
-)
-
-import (
 	"github.com/slotted-go/slotted/internal/errs"
 	"github.com/slotted-go/slotted/internal/meta"
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 )
 
 // Declare is CounterCache with its options applied: it checks the

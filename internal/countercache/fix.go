@@ -1,10 +1,12 @@
 package countercache
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -140,12 +142,7 @@ func (p *Caches) lockSlots(tx *gorm.DB, owner map[meta.Ref]deltaKey, refs []meta
 			rows = append(rows, tables.Counter{RecordType: tables.Key(r.Type), RecordID: tables.Key(r.ID), Slot: int32(slot)})
 		}
 	}
-	for chunk := range slices.Chunk(rows, 500) {
-		if err := tx.Table(p.cfg.Table).Clauses(keepCountClause()).Create(&chunk).Error; err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.upsertLockRows(tx, rows)
 }
 
 // countChildren counts (or sums) the live children of the parents keys that
@@ -164,27 +161,37 @@ func (p *Caches) countChildren(tx *gorm.DB, c *counterCache, keys []any, into de
 		return p.countJoinRows(tx, c, keys, into)
 	}
 	fk := clause.Column{Table: clause.CurrentTable, Name: c.fk.DBName}
+	rows, err := childCounts(tx, c, []clause.Column{fk}, fk, keys)
+	if err != nil {
+		return err
+	}
+	return into.addRows(rows, c, c.weight)
+}
+
+// childCounts reads the count (or sum) of the children matching the cache's
+// condition per foreign key, cols its columns and in what the keys are
+// compared with: the one column, or all of them for a composite key.
+func childCounts(tx *gorm.DB, c *counterCache, cols []clause.Column, in any, keys []any) (*sql.Rows, error) {
+	vars := make([]any, 0, len(cols)+1)
+	for _, col := range cols {
+		vars = append(vars, col)
+	}
 	agg := "COUNT(*)"
-	vars := []any{fk}
 	if c.sum != nil {
 		agg = "COALESCE(SUM(?), 0)"
 		vars = append(vars, clause.Column{Table: clause.CurrentTable, Name: c.sum.DBName})
 	}
 	q := session.WithoutFill(session.Routed(tx)).Model(reflect.New(c.child.schema.ModelType).Interface()).
-		Select("?, "+agg, vars...).
-		Where(clause.IN{Column: fk, Values: keys}).
-		Clauses(clause.GroupBy{Columns: []clause.Column{fk}})
+		Select(strings.Repeat("?, ", len(cols))+agg, vars...).
+		Where(clause.IN{Column: in, Values: keys}).
+		Clauses(clause.GroupBy{Columns: cols})
 	if c.where != nil {
 		q = q.Where(*c.where)
 	}
 	if c.deleted {
 		q = q.Unscoped()
 	}
-	rows, err := q.Rows()
-	if err != nil {
-		return err
-	}
-	return into.addRows(rows, c, c.weight)
+	return q.Rows()
 }
 
 // SetFields moves the counter fields of the fixed records (byID, by

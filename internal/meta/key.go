@@ -130,21 +130,32 @@ func (k Key) Sweepable() error {
 	if k.Parts != nil {
 		return k.eachPart(Key.Sweepable)
 	}
-	if k.Kind != reflect.Interface {
+	if k.textForm() {
 		return nil
 	}
+	return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", errs.ErrUnsupportedKey, k.Type)
+}
+
+// textForm reports whether a single-column key's record_id is its text in the
+// database: integers and strings are; a type formatted by its own methods
+// only if it is a non-pointer whose Value is text or an integer (uuid.UUID),
+// not bytes written out as hex. Sweepable and Textual ask it.
+func (k Key) textForm() bool {
+	if k.Kind != reflect.Interface {
+		return true
+	}
 	if k.Type.Kind() == reflect.Pointer {
-		return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", errs.ErrUnsupportedKey, k.Type)
+		return false
 	}
 	if v, ok := reflect.New(k.Type).Elem().Interface().(driver.Valuer); ok {
 		if dv, err := v.Value(); err == nil {
 			switch dv.(type) {
 			case string, int64:
-				return nil
+				return true
 			}
 		}
 	}
-	return fmt.Errorf("%w: Sweep cannot look %s keys up from their record_id text", errs.ErrUnsupportedKey, k.Type)
+	return false
 }
 
 // Parse turns a record_id back into a primary key value to query the parent
@@ -171,18 +182,8 @@ func (k Key) Textual() error {
 	if k.Parts != nil {
 		return k.eachPart(Key.Textual)
 	}
-	if k.Kind != reflect.Interface {
+	if k.textForm() {
 		return nil
-	}
-	if k.Type.Kind() != reflect.Pointer {
-		if v, ok := reflect.New(k.Type).Elem().Interface().(driver.Valuer); ok {
-			if dv, err := v.Value(); err == nil {
-				switch dv.(type) {
-				case string, int64:
-					return nil
-				}
-			}
-		}
 	}
 	return fmt.Errorf("%w: %s keys are not stored as their record_id text, so their counters cannot be joined", errs.ErrUnsupportedKey, k.Type)
 }

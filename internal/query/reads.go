@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -117,22 +118,27 @@ func (p *Reader) WindowSums(db *gorm.DB, types, ids []string, perBucket bool, in
 				return errs.ErrDryRun
 			}
 			if err != nil {
-				return err
+				return tables.Overflowed(err)
 			}
 			for rows.Next() {
 				var key string
-				var n int64
+				var n tables.Total // ErrOverflow past int64, as Sums
 				if err := rows.Scan(&key, &n); err != nil {
 					rows.Close()
 					return err
 				}
-				into[key] += n
+				sum, ok := write.MergeDelta(into[key], int64(n)) // a key's sum spans type chunks
+				if !ok {
+					rows.Close()
+					return fmt.Errorf("%w: the window's total of %s", errs.ErrOverflow, key)
+				}
+				into[key] = sum
 			}
 			if err := rows.Close(); err != nil {
 				return err
 			}
 			if err := rows.Err(); err != nil {
-				return err
+				return tables.Overflowed(err)
 			}
 		}
 	}

@@ -30,17 +30,16 @@ import (
 // applied.
 type Config struct {
 	Table, OnceTable      string
-	Slots                 int
 	MaxBatch, MaxInFlight int
 	Linger, BatchTimeout  time.Duration
 	DisableCoalescing     bool
 	OutcomeMarkers        bool
-	Now                   func() time.Time
 }
 
 // Statements are the plugin's fixed statements as rendered at Initialize
 // (clause.go in the root): the upsert of one row and the sum of one counter,
-// and which value goes to each of their placeholders.
+// and which value goes to each of their placeholders. The Engine runs the
+// upsert; internal/query the sum.
 type Statements struct {
 	Upsert     string
 	UpsertArgs []Arg
@@ -53,8 +52,8 @@ type Hooks struct {
 	// RenderBatch renders the n-row upsert with gorm's builders, and the
 	// placeholder order of one row.
 	RenderBatch func(n int) (string, []Arg, error)
-	// BatchDone reports a coalesced statement (to Config.Observer) and
-	// returns err.
+	// BatchDone, if set, reports a coalesced statement (to Config.Observer)
+	// and returns err; nil when no Observer is configured.
 	BatchDone func(ctx context.Context, start time.Time, rows, writes int, err error) error
 }
 

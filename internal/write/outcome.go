@@ -174,10 +174,10 @@ func (p *Engine) settled(db *gorm.DB, ctx context.Context, m *Marker, err error,
 	case serr != nil:
 		return fmt.Errorf("%w (the statement failed with: %w)", serr, err)
 	case landed:
-		p.stats.settledLanded.Add(1)
+		p.CountSettled(true)
 		return nil
 	}
-	p.stats.settledLost.Add(1)
+	p.CountSettled(false)
 	return err
 }
 

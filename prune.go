@@ -1,3 +1,0 @@
-package slotted
-
-import ()
