@@ -257,6 +257,13 @@ func (r *ranking) encode(sort int64, id string) string {
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
+// paged sets q's LIMIT and OFFSET, replacing the caller's: gorm's Limit
+// clause keeps an earlier offset whenever the new one is 0 (every cursor
+// page), and Offset(-1) is the only way to clear it.
+func paged(q *gorm.DB, limit, offset int) *gorm.DB {
+	return q.Limit(limit).Offset(-1).Offset(offset)
+}
+
 // rank runs a page: the ranking statement, then the records by key.
 func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error) {
 	if model == nil { // gorm would refuse it with an untyped error
@@ -301,8 +308,8 @@ func rank[T any](p *Plugin, db *gorm.DB, model *T, r *ranking) (*Page[T], error)
 		order, sel[i] = append(order, clause.OrderByColumn{Column: col, Desc: !r.asc}), col
 	}
 	q = q.Select(strings.Repeat("?, ", len(pk))+sort+" AS slotted_sort", sel...).
-		Order(clause.OrderBy{Columns: order}).Limit(r.limit + 1).Offset(r.offset)
-	rows, err := q.Rows()
+		Order(clause.OrderBy{Columns: order})
+	rows, err := paged(q, r.limit+1, r.offset).Rows()
 	if q.DryRun { // rendered and logged; an empty page would claim there are no records
 		return nil, ErrDryRun
 	}

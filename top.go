@@ -24,7 +24,8 @@ type RefTotal struct {
 // Top returns the n records of model's type with the largest total of a
 // counter, largest first (ties: the larger primary key first), with their
 // counters filled.
-// db may carry conditions, which select the candidates:
+// db may carry conditions, which select the candidates; its Order, Limit and
+// Offset are replaced by Top's:
 //
 //	top, err := slotted.Top(db, &Post{}, "likes", 10)                      // []Post
 //	top, err = slotted.Top(db.Where("author_id = ?", 7), &Post{}, "likes", 10)
@@ -59,7 +60,9 @@ func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, err
 	if err != nil {
 		return nil, err
 	}
-	q := db
+	// The caller's Order, Limit and Offset are replaced, as List's are: Top is its first page.
+	q := db.Session(&gorm.Session{}).Offset(-1) // a statement of its own, whose clauses may be dropped
+	delete(q.Statement.Clauses, "ORDER BY")
 	switch {
 	case w == nil && c.Cache != "":
 		q = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: c.Cache}, Desc: true})
@@ -70,7 +73,7 @@ func top[T any](db *gorm.DB, model *T, counter string, n int, w *span) ([]T, err
 	}
 	var out []T
 	// Ties: the larger key first, so that ORDER BY cache DESC, id DESC can walk an index on the cache column backwards.
-	err = q.Order(m.Key.OrderBy(clause.CurrentTable, true)).Limit(n).Find(&out).Error
+	err = paged(q.Order(m.Key.OrderBy(clause.CurrentTable, true)), n, 0).Find(&out).Error
 	if err != nil {
 		return nil, err
 	}
