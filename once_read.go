@@ -30,7 +30,19 @@ const MaxKeysPage = 10000
 // 1000 records, whether key was applied to each record's counter.
 //
 //	slotted.WithOnceKey(db, "user:7").Find(&posts) // posts[i].Liked: user 7 liked posts[i]
-func WithOnceKey(db *gorm.DB, key string) *gorm.DB { return db.Set(session.OnceKeySetting, key) }
+//
+// A key Applied would refuse (a NUL byte, invalid UTF-8, longer than
+// MaxKeyLen) is ErrUnsupportedKey from the statement, before any SQL is sent.
+// An empty key fills no applied field.
+func WithOnceKey(db *gorm.DB, key string) *gorm.DB {
+	tx := db.Set(session.OnceKeySetting, key)
+	if key != "" {
+		if err := checkOnceKey(key); err != nil {
+			_ = tx.AddError(err) // gorm runs no SQL on a statement that carries an error
+		}
+	}
+	return tx
+}
 
 // Applied reports whether key was applied to this record's counter by
 // AddOnce (and not removed by RemoveOnce, nor expired).
