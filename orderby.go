@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/slotted-go/slotted/internal/errs"
 	"github.com/slotted-go/slotted/internal/meta"
 
 	"github.com/slotted-go/slotted/internal/query"
@@ -67,7 +68,7 @@ func WhereCounter(model any, counter, op string, value int64) func(*gorm.DB) *go
 		switch op {
 		case "=", "<>", "!=", "<", "<=", ">", ">=":
 		default:
-			_ = db.AddError(fmt.Errorf("%w: comparison %q (want =, <>, !=, <, <=, >, >=)", ErrInvalidArgument, op))
+			_ = db.AddError(fmt.Errorf("%w: comparison %s (want =, <>, !=, <, <=, >, >=)", ErrInvalidArgument, errs.Quote(op)))
 			return db
 		}
 		db, total, err := joinTotal(db, model, counter, nil)
@@ -135,7 +136,7 @@ func descending(direction string) (bool, error) {
 	case "DESC":
 		return true, nil
 	}
-	return false, fmt.Errorf("%w: sort direction %q (want ASC or DESC)", ErrInvalidArgument, direction)
+	return false, fmt.Errorf("%w: sort direction %s (want ASC or DESC)", ErrInvalidArgument, errs.Quote(direction))
 }
 
 // joinTotal left-joins a counter's totals per record (over a window, when w

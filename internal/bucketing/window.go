@@ -99,7 +99,7 @@ func ParseWindow(s string) (Window, error) {
 			}
 		}
 	}
-	return Window{}, fmt.Errorf("%w: window %q (want today, week, month, or Nd, Nh, Nb with N in 1..%d)", errs.ErrInvalidArgument, s, MaxWindowBuckets)
+	return Window{}, fmt.Errorf("%w: window %s (want today, week, month, or Nd, Nh, Nb with N in 1..%d)", errs.ErrInvalidArgument, errs.Quote(s), MaxWindowBuckets)
 }
 
 // Buckets resolves the window for a counter at now: its buckets, oldest
