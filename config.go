@@ -107,6 +107,10 @@ type Config struct {
 	// On by default on MariaDB/MySQL and PostgreSQL; setting it true changes nothing and stays
 	// accepted; Plugin.Config reports whether markers are on. Ignored on SQLite (no connection to
 	// lose). To turn markers off, set DisableOutcomeMarkers.
+	//
+	// Deprecated: markers are on by default and setting this changes nothing; set
+	// DisableOutcomeMarkers to turn them off, and read !Plugin.Config().DisableOutcomeMarkers
+	// to learn whether they are on.
 	OutcomeMarkers bool
 	// DisableOutcomeMarkers turns outcome markers off: a coalesced statement then writes no marker
 	// row (one row fewer per statement, docs/outcomes.md gives the cost), and an error after a lost

@@ -1,7 +1,7 @@
 package slotted
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/slotted-go/slotted/internal/errs"
 )
@@ -61,4 +61,5 @@ var ErrDryRun = errs.ErrDryRun
 
 // ErrDeltaOverflow: deltas summed for one counter (the same counter named twice
 // in one bulk write, or held by a write-behind Buffer) would overflow int64.
-var ErrDeltaOverflow = errors.New("slotted: summed deltas overflow int64")
+// It wraps ErrOverflow: errors.Is(err, ErrOverflow) catches it too.
+var ErrDeltaOverflow = fmt.Errorf("%w: summed deltas overflow int64", ErrOverflow)

@@ -72,7 +72,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	}
 	p.writes = write.New(write.Config{Table: cfg.Table, OnceTable: cfg.OnceTable, MaxBatch: cfg.MaxBatch,
 		MaxInFlight: cfg.MaxInFlight, Linger: cfg.Linger, BatchTimeout: cfg.BatchTimeout, DisableCoalescing: cfg.DisableCoalescing,
-		OutcomeMarkers: cfg.OutcomeMarkers}, p.dialect, p.sessions,
+		OutcomeMarkers: !cfg.DisableOutcomeMarkers}, p.dialect, p.sessions,
 		write.Statements{Upsert: p.sql.Upsert, UpsertArgs: p.sql.UpsertArgs}, hooks)
 	p.caches = countercache.New(countercache.Config{Table: cfg.Table, DisablePrepared: cfg.DisablePrepared}, p.dialect, p.sessions, p.models, p.writes)
 	if p.causalReads() {
