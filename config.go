@@ -170,8 +170,9 @@ type Config struct {
 
 	// Now is the clock of bucketed counters (`buckets:` tag option): a write counts into the bucket
 	// holding Now(), read once per write (a retried write stays in its bucket), and MaintainBuckets
-	// decides from it which buckets are closed or expired. Tests inject a fake clock here.
-	// Default: time.Now.
+	// decides from it which buckets are closed or expired. AddOnce's keys expire by it too
+	// (ExpireAfter counts from Now(); reads, AddOnce, RemoveOnce and the Runner's PruneKeys
+	// compare with it). Tests inject a fake clock here. Default: time.Now.
 	Now func() time.Time
 
 	// Location is where bucketed counters' days and months begin (local midnight), unless a

@@ -72,14 +72,14 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	}
 	p.writes = write.New(write.Config{Table: cfg.Table, OnceTable: cfg.OnceTable, MaxBatch: cfg.MaxBatch,
 		MaxInFlight: cfg.MaxInFlight, Linger: cfg.Linger, BatchTimeout: cfg.BatchTimeout, DisableCoalescing: cfg.DisableCoalescing,
-		OutcomeMarkers: !cfg.DisableOutcomeMarkers}, p.dialect, p.sessions,
+		OutcomeMarkers: !cfg.DisableOutcomeMarkers, Now: cfg.Now}, p.dialect, p.sessions,
 		write.Statements{Upsert: p.sql.Upsert, UpsertArgs: p.sql.UpsertArgs}, hooks)
 	p.caches = countercache.New(countercache.Config{Table: cfg.Table, DisablePrepared: cfg.DisablePrepared}, p.dialect, p.sessions, p.models, p.writes)
 	if p.causalReads() {
 		p.sql.Sum = dialect.SyncWait + " " + p.sql.Sum
 	}
 	// After the causal wait is in the sum: the reader keeps the statements it was given.
-	p.reads = query.New(query.Config{Table: cfg.Table, OnceTable: cfg.OnceTable, CausalReads: p.causalReads()}, p.dialect, p.sessions, p.sql)
+	p.reads = query.New(query.Config{Table: cfg.Table, OnceTable: cfg.OnceTable, CausalReads: p.causalReads(), Now: cfg.Now}, p.dialect, p.sessions, p.sql)
 	if !cfg.DisableAutoMigrate {
 		if err := p.migrate(db); err != nil {
 			return fmt.Errorf("slotted: migrating %s and %s: %w", cfg.Table, cfg.OnceTable, err)

@@ -46,7 +46,7 @@ type onceRow = tables.Once
 // OnceOptions tunes one AddOnce or AddRefOnce call (their last argument).
 // The zero value keeps the key for Config.OnceExpireAfter, forever by default.
 type OnceOptions struct {
-	// ExpireAfter keeps the key for at least this long (then AddOnce may
+	// ExpireAfter keeps the key for at least this long by Config.Now's clock (then AddOnce may
 	// apply it again, and the Runner's PruneKeys deletes it). For retries of
 	// a request, it is how long a client may go on retrying it; "one like
 	// per user" keeps keys forever, the default unless

@@ -180,7 +180,7 @@ func OnceKeys(db *gorm.DB, model any, counter, after string, limit int) ([]strin
 	err = tx.Table(p.cfg.OnceTable).
 		Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.RecordType}).
 		Where(clause.Eq{Column: clause.Column{Name: "record_id"}, Value: id}).
-		Where(query.Live(time.Now())).
+		Where(query.Live(p.cfg.Now())).
 		Where(clause.Gt{Column: opKey, Value: after}).
 		Order(clause.OrderByColumn{Column: opKey}).Limit(limit).Pluck("op_key", &keys).Error
 	if tx.DryRun { // rendered and logged; no page is not "nobody"
@@ -236,7 +236,7 @@ func WhereApplied(model any, name, key string) func(*gorm.DB) *gorm.DB {
 		sub := db.Session(&gorm.Session{NewDB: true}).Table(p.cfg.OnceTable).Select("1").
 			Where(clause.Eq{Column: clause.Column{Name: "record_type"}, Value: c.RecordType}).
 			Where(clause.Eq{Column: clause.Column{Name: "op_key"}, Value: key}).
-			Where(query.Live(time.Now())).
+			Where(query.Live(p.cfg.Now())).
 			Where("? = "+id, append([]any{clause.Column{Name: "record_id"}}, keyVars...)...)
 		return db.Where("EXISTS (?)", sub)
 	}

@@ -118,7 +118,7 @@ func (r Runner) pass(ctx context.Context, db *gorm.DB) (pass Pass) {
 	if r.PruneKeys && ctx.Err() == nil {
 		p, err := pluginOf(db)
 		if err == nil {
-			pass.Pruned, err = p.maint.PruneKeys(ctx, db, pass.Started)
+			pass.Pruned, err = p.maint.PruneKeys(ctx, db, p.cfg.Now()) // the clock keys expire by
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("prune keys: %w", err))

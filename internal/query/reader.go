@@ -7,6 +7,8 @@
 package query
 
 import (
+	"time"
+
 	"github.com/slotted-go/slotted/internal/dialect"
 	"github.com/slotted-go/slotted/internal/session"
 	"github.com/slotted-go/slotted/internal/write"
@@ -17,6 +19,8 @@ type Config struct {
 	Table, OnceTable string
 	// CausalReads: on Galera, sums wait for the node to catch up first.
 	CausalReads bool
+	// Now is slotted.Config.Now, the clock once keys expire by (nil: time.Now).
+	Now func() time.Time
 }
 
 // Reader runs the plugin's reads; one per Plugin.
@@ -30,6 +34,14 @@ type Reader struct {
 // New returns the reader of one Plugin.
 func New(cfg Config, d dialect.Dialect, s *session.Sessions, st write.Statements) *Reader {
 	return &Reader{cfg: cfg, dialect: d, sessions: s, sql: st}
+}
+
+// now is the clock once keys expire by.
+func (p *Reader) now() time.Time {
+	if p.cfg.Now == nil {
+		return time.Now()
+	}
+	return p.cfg.Now()
 }
 
 func (p *Reader) causalReads() bool { return p.cfg.CausalReads }

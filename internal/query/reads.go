@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -149,7 +148,7 @@ func (p *Reader) WindowSums(db *gorm.DB, types, ids []string, perBucket bool, in
 // recordType, one statement per 1000 ids.
 func (p *Reader) AppliedKeys(db *gorm.DB, recordType string, ids []string, key string) (map[string]bool, error) {
 	out := make(map[string]bool)
-	now := time.Now()
+	now := p.now()
 	for chunk := range slices.Chunk(ids, tables.LoadChunk) {
 		var found []string
 		tx := session.Routed(db)

@@ -34,6 +34,9 @@ type Config struct {
 	Linger, BatchTimeout  time.Duration
 	DisableCoalescing     bool
 	OutcomeMarkers        bool
+	// Now is slotted.Config.Now: once keys expire by it (ExpireAfter), so
+	// tests that inject a clock can expire them (nil: time.Now).
+	Now func() time.Time
 }
 
 // Statements are the plugin's fixed statements as rendered at Initialize
@@ -74,6 +77,14 @@ type Engine struct {
 // New returns the Engine of one Plugin.
 func New(cfg Config, d dialect.Dialect, s *session.Sessions, st Statements, h Hooks) *Engine {
 	return &Engine{cfg: cfg, dialect: d, sessions: s, sql: st, hooks: h}
+}
+
+// now is the clock once keys expire by.
+func (p *Engine) now() time.Time {
+	if p.cfg.Now == nil {
+		return time.Now().UTC()
+	}
+	return p.cfg.Now().UTC()
 }
 
 func (p *Engine) renderBatch(n int) (string, []Arg, error) { return p.hooks.RenderBatch(n) }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -228,7 +227,7 @@ func (p *Engine) insertKeys(tx *gorm.DB, keys []*waiter) error {
 // for the X lock that racing duplicates, holding the S lock of their INSERT
 // IGNORE, all ask for too (a deadlock).
 func (p *Engine) replaceExpired(tx *gorm.DB, seen []*waiter) error {
-	now := time.Now().UTC()
+	now := p.now()
 	conds := make([]clause.Expression, len(seen))
 	for i, o := range seen {
 		conds[i] = onceRowCondition(&o.once.row)
@@ -267,7 +266,7 @@ func (p *Engine) replaceExpired(tx *gorm.DB, seen []*waiter) error {
 func (p *Engine) deleteKeys(tx *gorm.DB, removes []*waiter) error {
 	if !p.dialect.Returning {
 		expires := clause.Column{Name: "expires_at"}
-		live := clause.Or(clause.Eq{Column: expires, Value: nil}, clause.Gt{Column: expires, Value: time.Now().UTC()})
+		live := clause.Or(clause.Eq{Column: expires, Value: nil}, clause.Gt{Column: expires, Value: p.now()})
 		return p.deleteKeysEach(tx, removes, live)
 	}
 	var b strings.Builder
@@ -303,7 +302,7 @@ func (p *Engine) deleteKeys(tx *gorm.DB, removes []*waiter) error {
 		}
 		q(c)
 	}
-	vals = append(vals, time.Now().UTC())
+	vals = append(vals, p.now())
 	res, err := tx.Raw(b.String(), vals...).Rows()
 	if err != nil {
 		return err

@@ -72,7 +72,7 @@ func (p *Engine) UpsertRows(db *gorm.DB, pool gorm.ConnPool, ctx context.Context
 func (p *Engine) AddOnceRows(db *gorm.DB, ref meta.Ref, rows []Row, delta int64, key string, ttl time.Duration) (applied bool, err error) {
 	w := &OnceWrite{row: tables.Once{RecordType: tables.Key(ref.Type), RecordID: tables.Key(ref.ID), OpKey: tables.Key(key), Delta: delta}}
 	if ttl > 0 {
-		at := time.Now().UTC().Add(ttl)
+		at := p.now().Add(ttl)
 		w.row.ExpiresAt = &at
 	}
 	rows = DropZero(rows)
