@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -125,6 +126,7 @@ func (p *Callbacks) autoFill(db *gorm.DB) {
 		_ = db.AddError(err)
 		return
 	}
+	defer leaveOutFill(db, time.Now()) // the fill's statements have lines and times of their own
 	src := p.fillSource(db)
 	if err := p.Reads.Fill(src, m, m.Counters, rv, false); err != nil {
 		_ = db.AddError(err)
