@@ -59,7 +59,7 @@
 //
 // # Buckets, rankings
 //
-// A counter tagged `slotted:"views;buckets:day"` (hour, day or month) also
+// A counter tagged `slotted:"views;buckets:day"` (hour, day, week or month) also
 // counts each write into the current bucket, in the same statement as its
 // all-time total; CountBetween, Series and LoadBetween read windows of
 // buckets, MaintainBuckets compacts closed buckets and deletes expired ones
@@ -93,6 +93,7 @@
 // statement): nil if it committed, its error if not, so only a context's
 // error (or ErrOutcomeUnknown) leaves a write's outcome open. Buffers are
 // exactly once the same way. docs/outcomes.md tables every call's outcomes.
+//
 // # Counter caches
 //
 // CounterCache keeps a parent's counter equal to the number of its children
