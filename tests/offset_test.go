@@ -84,5 +84,8 @@ func TestPagingReplacesCallersOffset(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, wantViews[:10], ids0(top), "TopBetween")
 		require.True(t, slices.IsSortedFunc(ids0(top), func(a, b uint) int { return int(views[b] - views[a]) }))
+		for _, r := range top {
+			require.Equal(t, views[r.ID], r.Views, "TopBetween fills the window's total")
+		}
 	}, slotted.Config{Now: clk.Now})
 }
